@@ -1,0 +1,109 @@
+package ingest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// rollupSums lists each summed rollup column with the expression over inserted attempts that feeds
+// it. The hourly and daily rollups share it; keeping it in one table keeps them identical.
+var rollupSums = []struct{ col, expr string }{
+	{"attempts", "count(*)"},
+	{"requests", "count(*) FILTER (WHERE attempt_no = 1)"},
+	{"input_tokens", "sum(input_tokens)"},
+	{"output_tokens", "sum(output_tokens)"},
+	{"cache_write_tokens", "sum(cache_write_tokens)"},
+	{"cache_write_1h_tokens", "sum(cache_write_1h_tokens)"},
+	{"cache_read_tokens", "sum(cache_read_tokens)"},
+	{"reasoning_tokens", "sum(reasoning_tokens)"},
+	{"cache_write_calls", "count(*) FILTER (WHERE cache_write_tokens > 0)"},
+	{"cache_read_calls", "count(*) FILTER (WHERE cache_read_tokens > 0)"},
+	{"cost_nanos", "coalesce(sum(cost_nanos), 0)"},
+	{"nocache_cost_nanos", "coalesce(sum(nocache_cost_nanos), 0)"},
+	{"unpriced_attempts", "count(*) FILTER (WHERE cost_nanos IS NULL)"},
+	{"client_cost_nanos", "coalesce(sum(client_cost_nanos), 0)"},
+	// A client's own cost differs from ledgerd's by more than 1% of ledgerd's.
+	{"cost_mismatch_attempts", "count(*) FILTER (WHERE client_cost_nanos IS NOT NULL AND cost_nanos IS NOT NULL AND abs(client_cost_nanos - cost_nanos) * 100 > cost_nanos)"},
+	{"latency_sum_ms", "sum(latency_ms)"},
+}
+
+// cacheSums does the same for rollup_cache_hourly.
+var cacheSums = []struct{ col, expr string }{
+	{"calls", "count(*)"},
+	{"cache_write_calls", "count(*) FILTER (WHERE cache_write_tokens > 0)"},
+	{"cache_read_calls", "count(*) FILTER (WHERE cache_read_tokens > 0)"},
+	{"input_tokens", "sum(input_tokens)"},
+	{"cache_write_tokens", "sum(cache_write_tokens)"},
+	{"cache_read_tokens", "sum(cache_read_tokens)"},
+	{"cost_nanos", "coalesce(sum(cost_nanos), 0)"},
+	{"nocache_cost_nanos", "coalesce(sum(nocache_cost_nanos), 0)"},
+	{"unpriced_attempts", "count(*) FILTER (WHERE cost_nanos IS NULL)"},
+}
+
+// attemptCols are the attempts columns the writer fills, in the order of the unnest arrays.
+var attemptCols = []struct{ col, typ string }{
+	{"project_id", "int8"}, {"started_at", "timestamptz"}, {"series_id", "int8"},
+	{"attempt_no", "int4"}, {"latency_ms", "int4"}, {"status", "attempt_status"},
+	{"error_class", "error_class"}, {"fallback", "bool"}, {"batch", "bool"},
+	{"http_status", "int2"}, {"retry_after_ms", "int4"}, {"price_id", "int4"},
+	{"input_tokens", "int8"}, {"output_tokens", "int8"}, {"cache_write_tokens", "int8"},
+	{"cache_write_1h_tokens", "int8"}, {"cache_read_tokens", "int8"}, {"reasoning_tokens", "int8"},
+	{"cost_nanos", "int8"}, {"nocache_cost_nanos", "int8"}, {"client_cost_nanos", "int8"},
+	{"attempt_id", "text"}, {"request_id", "text"}, {"prompt_hash", "text"},
+	{"provider_request_id", "text"}, {"metadata", "jsonb"},
+}
+
+// insertSQL inserts a batch of attempts from arrays, skipping records already stored, and folds
+// exactly the inserted rows into the rollups in the same statement. $N+1 is the timezone of daily
+// rollups. It returns the identity of each inserted row. It is built once, at start-up.
+var insertSQL = buildInsertSQL()
+
+func buildInsertSQL() string {
+	var cols, params, names []string
+	for i, c := range attemptCols {
+		cols = append(cols, c.col)
+		params = append(params, fmt.Sprintf("$%d::%s[]", i+1, c.typ))
+		names = append(names, c.col)
+	}
+	tz := fmt.Sprintf("$%d", len(attemptCols)+1)
+	upsert := func(table, bucket string) string {
+		var set, sel, ins []string
+		for _, s := range rollupSums {
+			ins = append(ins, s.col)
+			sel = append(sel, s.expr)
+			set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.col, s.col, s.col))
+		}
+		return fmt.Sprintf(`INSERT INTO %s AS r (project_id, bucket, series_id, fallback, status, error_class, %s, latency_hist)
+		SELECT project_id, %s, series_id, fallback, status, error_class, %s, hist_agg(latency_bucket(latency_ms))
+		FROM ins GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
+		ON CONFLICT (project_id, bucket, series_id, fallback, status, error_class) DO UPDATE SET %s,
+			latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)`,
+			table, strings.Join(ins, ", "), bucket, strings.Join(sel, ", "), strings.Join(set, ", "))
+	}
+	var cset, csel, cins []string
+	for _, s := range cacheSums {
+		cins = append(cins, s.col)
+		csel = append(csel, s.expr)
+		cset = append(cset, fmt.Sprintf("%s = r.%s + excluded.%s", s.col, s.col, s.col))
+	}
+	cache := fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (project_id, bucket, series_id, fallback, prompt_hash, %s)
+		SELECT project_id, date_trunc('hour', started_at), series_id, fallback, coalesce(prompt_hash, ''), %s
+		FROM ins WHERE cache_write_tokens > 0 OR cache_read_tokens > 0 OR prompt_hash IS NOT NULL
+		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+		ON CONFLICT (project_id, bucket, series_id, fallback, prompt_hash) DO UPDATE SET %s`,
+		strings.Join(cins, ", "), strings.Join(csel, ", "), strings.Join(cset, ", "))
+	return fmt.Sprintf(`WITH ins AS (
+		INSERT INTO attempts (%s)
+		SELECT * FROM unnest(%s) AS t(%s)
+		ON CONFLICT (project_id, attempt_id, started_at) DO NOTHING
+		RETURNING *
+	), hourly AS (%s
+	), daily AS (%s
+	), cache AS (%s
+	)
+	SELECT project_id, attempt_id, started_at FROM ins`,
+		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "),
+		upsert("rollup_hourly", "date_trunc('hour', started_at)"),
+		upsert("rollup_daily", "(started_at AT TIME ZONE "+tz+")::date"),
+		cache)
+}

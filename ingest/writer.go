@@ -1,0 +1,435 @@
+// Package ingest turns validated attempt records into committed ledger rows. Its Writer coalesces
+// concurrent submissions into large multi-row commits (group commit), skips records already stored,
+// and keeps the rollups exact in the same statement.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/ledgerd/ledgerd/money"
+	"github.com/ledgerd/ledgerd/schema"
+	"github.com/ledgerd/ledgerd/store"
+)
+
+// Errors Submit returns; the HTTP layer answers all three with 503 and Retry-After.
+var (
+	// ErrOverloaded means the queue of records waiting to be written is full.
+	ErrOverloaded = errors.New("ingest queue full")
+	// ErrClosed means the writer is shutting down and takes no new records.
+	ErrClosed = errors.New("writer closed")
+	// ErrUnavailable means the database could not commit the records.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// Costing is the price of one attempt as the writer stores it. Priced is false for a model the
+// catalog has no price for; its cost is then stored as NULL, never as zero.
+type Costing struct {
+	Cost    money.Nanos
+	NoCache money.Nanos
+	Priced  bool
+	Version store.PriceVersion
+}
+
+// PriceFunc prices one attempt. It must be safe for concurrent use.
+type PriceFunc func(a *schema.Attempt) Costing
+
+// Options tunes a Writer. Zero values take the defaults shown.
+type Options struct {
+	MaxBatch     int            // records per commit at most (5,000)
+	QueueLimit   int            // records waiting at most before Submit refuses (50,000)
+	Flushers     int            // commits running at once (1)
+	FlushTimeout time.Duration  // bound on one commit (10 s)
+	Timezone     *time.Location // local day of daily rollups (UTC)
+	Logger       *slog.Logger
+	Registerer   prometheus.Registerer
+}
+
+// Result is the outcome of one submission: how many records were newly committed and how many were
+// already in the ledger.
+type Result struct {
+	Accepted   int
+	Duplicates int
+}
+
+// Writer is the single path by which records reach the attempts table.
+type Writer struct {
+	st    *store.Store
+	price PriceFunc
+	opt   Options
+	log   *slog.Logger
+	m     metrics
+
+	mu        sync.Mutex
+	queue     []*job
+	queued    int
+	closed    bool
+	downUntil time.Time
+	kick      chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+type job struct {
+	rows []row
+	res  Result
+	err  error
+	done chan struct{}
+}
+
+type row struct {
+	a       schema.Attempt
+	series  store.SeriesKey
+	cost    Costing
+	key     identity
+	newHere bool // set during a flush: inserted by this flush
+}
+
+type identity struct {
+	project   int64
+	attemptID string
+	micros    int64
+}
+
+type metrics struct {
+	accepted   prometheus.Counter
+	duplicates prometheus.Counter
+	batchSize  prometheus.Histogram
+	flushTime  prometheus.Histogram
+	failures   prometheus.Counter
+	queueDepth prometheus.GaugeFunc
+}
+
+// NewWriter starts a writer with its flushers running.
+func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = 5000
+	}
+	if opt.QueueLimit <= 0 {
+		opt.QueueLimit = 50_000
+	}
+	if opt.Flushers <= 0 {
+		opt.Flushers = 1
+	}
+	if opt.FlushTimeout <= 0 {
+		opt.FlushTimeout = 10 * time.Second
+	}
+	if opt.Timezone == nil {
+		opt.Timezone = time.UTC
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f := promauto.With(opt.Registerer)
+	w.m = metrics{
+		accepted:   f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_ingest_records_accepted_total", Help: "Records newly committed to the ledger."}),
+		duplicates: f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_ingest_records_duplicate_total", Help: "Records skipped because the ledger already held them."}),
+		batchSize: f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_writer_batch_records", Help: "Records per group commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 8)}),
+		flushTime: f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_writer_flush_seconds", Help: "Time to commit one group of records.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		failures: f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_writer_flush_failures_total", Help: "Group commits that failed."}),
+	}
+	w.m.queueDepth = f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_writer_queue_records", Help: "Records waiting to be committed."},
+		func() float64 { w.mu.Lock(); defer w.mu.Unlock(); return float64(w.queued) })
+	for range opt.Flushers {
+		w.wg.Add(1)
+		go w.loop()
+	}
+	return w
+}
+
+// Submit commits the records of one request for a project and returns once they are committed (or
+// refused). The records must already be valid. It never waits past ctx.
+func (w *Writer) Submit(ctx context.Context, projectID int64, recs []schema.Attempt) (Result, error) {
+	j := &job{rows: make([]row, len(recs)), done: make(chan struct{})}
+	for i := range recs {
+		r := &j.rows[i]
+		r.a = recs[i]
+		r.a.StartedAt = r.a.StartedAt.UTC().Truncate(time.Microsecond)
+		r.series = store.SeriesKey{ProjectID: projectID, Tenant: r.a.Tenant, Service: r.a.Service,
+			Operation: r.a.Operation, Provider: r.a.Provider, Model: r.a.Model, FallbackFrom: r.a.FallbackFrom}
+		r.cost = w.price(&r.a)
+		r.key = identity{projectID, r.a.AttemptID, r.a.StartedAt.UnixMicro()}
+	}
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		return Result{}, ErrClosed
+	case time.Now().Before(w.downUntil):
+		w.mu.Unlock()
+		return Result{}, ErrUnavailable
+	case w.queued > 0 && w.queued+len(recs) > w.opt.QueueLimit:
+		w.mu.Unlock()
+		return Result{}, ErrOverloaded
+	}
+	w.queue = append(w.queue, j)
+	w.queued += len(recs)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("wait for commit: %w", ctx.Err())
+	}
+}
+
+// Close stops taking records, commits everything already queued, and stops the flushers. It
+// returns early with ctx's error if that takes too long.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.done)
+	}
+	w.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { w.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("flush on close: %w", ctx.Err())
+	}
+}
+
+// take removes up to MaxBatch records' worth of whole jobs from the queue.
+func (w *Writer) take() []*job {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, i := 0, 0
+	for i < len(w.queue) && (i == 0 || n+len(w.queue[i].rows) <= w.opt.MaxBatch) {
+		n += len(w.queue[i].rows)
+		i++
+	}
+	jobs := w.queue[:i:i]
+	w.queue = w.queue[i:]
+	w.queued -= n
+	return jobs
+}
+
+func (w *Writer) loop() {
+	defer w.wg.Done()
+	for {
+		jobs := w.take()
+		if len(jobs) == 0 {
+			select {
+			case <-w.kick:
+				continue
+			case <-w.done:
+				if jobs = w.take(); len(jobs) == 0 {
+					return
+				}
+			}
+		}
+		w.commit(jobs)
+		// Let another flusher (or the next loop turn) see what arrived meanwhile.
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// commit writes the jobs in one transaction, retrying deadlocks and serialization failures, and
+// reports to each job.
+func (w *Writer) commit(jobs []*job) {
+	start := time.Now()
+	var err error
+	for try := 0; try < 3; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), w.opt.FlushTimeout)
+		err = w.flush(ctx, jobs)
+		cancel()
+		if err == nil || !retryable(err) {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+	}
+	w.m.flushTime.Observe(time.Since(start).Seconds())
+	if err != nil {
+		w.m.failures.Inc()
+		n := 0
+		for _, j := range jobs {
+			n += len(j.rows)
+		}
+		w.log.Error("commit records", "records", n, "err", err)
+		if store.IsUnavailable(err) {
+			w.mu.Lock()
+			w.downUntil = time.Now().Add(time.Second)
+			w.mu.Unlock()
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	for _, j := range jobs {
+		j.err = err
+		if err == nil {
+			for _, r := range j.rows {
+				if r.newHere {
+					j.res.Accepted++
+				} else {
+					j.res.Duplicates++
+				}
+			}
+			w.m.accepted.Add(float64(j.res.Accepted))
+			w.m.duplicates.Add(float64(j.res.Duplicates))
+		}
+		close(j.done)
+	}
+}
+
+func retryable(err error) bool {
+	var pgErr interface{ SQLState() string }
+	if errors.As(err, &pgErr) {
+		s := pgErr.SQLState()
+		return s == "40P01" || s == "40001"
+	}
+	return false
+}
+
+// flush inserts the first occurrence of every record in jobs and marks which ones were new.
+func (w *Writer) flush(ctx context.Context, jobs []*job) error {
+	var (
+		first  = map[identity]*row{}
+		rows   []*row
+		times  []time.Time
+		keys   []store.SeriesKey
+		prices []store.PriceVersion
+	)
+	for _, j := range jobs {
+		for i := range j.rows {
+			r := &j.rows[i]
+			r.newHere = false
+			if _, seen := first[r.key]; seen {
+				continue
+			}
+			first[r.key] = r
+			rows = append(rows, r)
+			times = append(times, r.a.StartedAt)
+			keys = append(keys, r.series)
+			if r.cost.Priced {
+				prices = append(prices, r.cost.Version)
+			}
+		}
+	}
+	w.m.batchSize.Observe(float64(len(rows)))
+	if err := w.st.EnsurePartitions(ctx, times...); err != nil {
+		return err
+	}
+	seriesIDs, err := w.st.SeriesIDs(ctx, keys)
+	if err != nil {
+		return err
+	}
+	priceIDs, err := w.st.PriceIDs(ctx, prices)
+	if err != nil {
+		return err
+	}
+	args, err := columns(rows, seriesIDs, priceIDs)
+	if err != nil {
+		return err
+	}
+	args = append(args, w.opt.Timezone.String())
+	res, err := w.st.Pool.Query(ctx, insertSQL, args...)
+	if err != nil {
+		return fmt.Errorf("insert attempts: %w", err)
+	}
+	var k identity
+	var at time.Time
+	_, err = pgx.ForEachRow(res, []any{&k.project, &k.attemptID, &at}, func() error {
+		k.micros = at.UnixMicro()
+		if r, ok := first[k]; ok {
+			r.newHere = true
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("insert attempts: %w", err)
+	}
+	return nil
+}
+
+// columns turns rows into the column arrays insertSQL unnests, in attemptCols order.
+func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[string]int32) ([]any, error) {
+	n := len(rows)
+	var (
+		project, series                        = make([]int64, n), make([]int64, n)
+		started                                = make([]time.Time, n)
+		attemptNo, latency                     = make([]int32, n), make([]int32, n)
+		status, class                          = make([]string, n), make([]string, n)
+		fallback, batch                        = make([]bool, n), make([]bool, n)
+		httpStatus                             = make([]*int16, n)
+		retryAfter, priceID                    = make([]*int32, n), make([]*int32, n)
+		input, output, cw, cw1h, cr, reasoning = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		cost, nocache, clientCost              = make([]*int64, n), make([]*int64, n), make([]*int64, n)
+		attemptID, requestID                   = make([]string, n), make([]string, n)
+		promptHash, providerReq, metadata      = make([]*string, n), make([]*string, n), make([]*string, n)
+	)
+	for i, r := range rows {
+		a := &r.a
+		project[i] = r.key.project
+		series[i] = seriesIDs[r.series]
+		started[i] = a.StartedAt
+		attemptNo[i] = int32(a.AttemptNo)
+		latency[i] = int32(a.LatencyMS)
+		status[i] = string(a.Status)
+		class[i] = string(a.ErrorClass)
+		if a.ErrorClass == "" {
+			class[i] = string(schema.ErrorNone)
+		}
+		fallback[i], batch[i] = a.Fallback, a.Batch
+		if a.HTTPStatus != 0 {
+			v := int16(a.HTTPStatus)
+			httpStatus[i] = &v
+		}
+		if a.RetryAfterMS != 0 {
+			v := int32(a.RetryAfterMS)
+			retryAfter[i] = &v
+		}
+		input[i], output[i], cw[i], cw1h[i], cr[i], reasoning[i] = a.InputTokens, a.OutputTokens,
+			a.CacheWriteTokens, a.CacheWrite1hTokens, a.CacheReadTokens, a.ReasoningTokens
+		if r.cost.Priced {
+			c, nc, id := int64(r.cost.Cost), int64(r.cost.NoCache), priceIDs[r.cost.Version.Key]
+			cost[i], nocache[i], priceID[i] = &c, &nc, &id
+		}
+		if a.CostUSD != nil {
+			v := int64(*a.CostUSD)
+			clientCost[i] = &v
+		}
+		attemptID[i], requestID[i] = a.AttemptID, a.RequestID
+		promptHash[i] = optional(a.PromptHash)
+		providerReq[i] = optional(a.ProviderRequestID)
+		if len(a.Metadata) > 0 {
+			b, err := json.Marshal(a.Metadata)
+			if err != nil {
+				return nil, fmt.Errorf("encode metadata: %w", err)
+			}
+			s := string(b)
+			metadata[i] = &s
+		}
+	}
+	return []any{project, started, series, attemptNo, latency, status, class, fallback, batch,
+		httpStatus, retryAfter, priceID, input, output, cw, cw1h, cr, reasoning, cost, nocache,
+		clientCost, attemptID, requestID, promptHash, providerReq, metadata}, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

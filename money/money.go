@@ -1,0 +1,122 @@
+// Package money holds exact US-dollar amounts as integer nano-dollars, so that no cost is ever
+// computed or stored in floating point.
+package money
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+)
+
+// Nanos is an amount of US dollars in units of 1e-9 dollars. Summing int64 nano-dollars is exact up
+// to about 9.2 billion dollars, well beyond any ledger's bucket.
+type Nanos int64
+
+// PerDollar is the number of Nanos in one dollar.
+const PerDollar Nanos = 1_000_000_000
+
+// ErrSyntax reports a string that is not a plain decimal amount.
+var ErrSyntax = errors.New("not a decimal amount")
+
+// ErrRange reports an amount that does not fit in int64 nano-dollars.
+var ErrRange = errors.New("amount out of range")
+
+// ParseUSD reads a decimal dollar amount such as "12.5", "-0.0000378" or "3e-06". Digits beyond
+// the ninth decimal place are rounded half away from zero, the rule used everywhere in ledgerd.
+func ParseUSD(s string) (Nanos, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 64 {
+		return 0, ErrSyntax
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E') {
+			return 0, ErrSyntax
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return 0, ErrSyntax
+	}
+	return FromRat(r)
+}
+
+// FromRat converts an exact rational number of dollars to Nanos, rounding half away from zero.
+func FromRat(r *big.Rat) (Nanos, error) {
+	n := new(big.Rat).Mul(r, big.NewRat(int64(PerDollar), 1))
+	q := RoundRat(n)
+	if !q.IsInt64() {
+		return 0, ErrRange
+	}
+	return Nanos(q.Int64()), nil
+}
+
+// RoundRat rounds r to the nearest integer, halves away from zero.
+func RoundRat(r *big.Rat) *big.Int {
+	num, den := r.Num(), r.Denom()
+	q, m := new(big.Int).QuoRem(num, den, new(big.Int))
+	// |2m| >= den means the remainder is at least one half.
+	m2 := new(big.Int).Abs(m)
+	m2.Lsh(m2, 1)
+	if m2.Cmp(den) >= 0 {
+		if num.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return q
+}
+
+// String formats n as a dollar amount with all nine decimal places, e.g. "0.000037800".
+func (n Nanos) String() string {
+	sign := ""
+	u := uint64(n)
+	if n < 0 {
+		sign = "-"
+		u = uint64(-(n + 1)) + 1 // safe for math.MinInt64
+	}
+	return fmt.Sprintf("%s%d.%09d", sign, u/uint64(PerDollar), u%uint64(PerDollar))
+}
+
+// Round formats n with the given number of decimal places (0 to 9), rounding half away from zero;
+// it is for display, never for arithmetic.
+func (n Nanos) Round(places int) string {
+	if places < 0 || places >= 9 {
+		return n.String()
+	}
+	r := RoundRat(big.NewRat(int64(n), int64(math.Pow10(9-places))))
+	neg := r.Sign() < 0
+	r.Abs(r)
+	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(places)), nil)
+	whole, frac := new(big.Int).QuoRem(r, unit, new(big.Int))
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	if places == 0 {
+		return sign + whole.String()
+	}
+	return fmt.Sprintf("%s%s.%0*s", sign, whole.String(), places, frac.String())
+}
+
+// MarshalJSON writes n as a JSON string holding the decimal amount, so no JSON reader turns money
+// into a float.
+func (n Nanos) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + n.String() + `"`), nil
+}
+
+// UnmarshalJSON accepts a decimal string or a JSON number.
+func (n *Nanos) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := ParseUSD(s)
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}

@@ -1,0 +1,76 @@
+package money
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseUSD(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want Nanos
+		err  error
+	}{
+		{"0", 0, nil},                                      // zero
+		{"12.5", 12_500_000_000, nil},                      // plain decimal
+		{"0.0000378", 37_800, nil},                         // a Haiku call
+		{"3e-06", 3_000, nil},                              // LiteLLM per-token float notation
+		{"0.0000000005", 1, nil},                           // half a nano rounds away from zero
+		{"-0.0000000005", -1, nil},                         // negative half rounds away from zero
+		{"0.00000000049", 0, nil},                          // below half rounds down
+		{"0.000037800000000000004", 37_800, nil},           // float noise from a client is rounded off
+		{"1e30", 0, ErrRange},                              // too large for int64 nanos
+		{"abc", 0, ErrSyntax},                              // not a number
+		{"", 0, ErrSyntax},                                 // empty
+		{"0x10", 0, ErrSyntax},                             // hex is not a decimal amount
+		{"1/3", 0, ErrSyntax},                              // big.Rat fractions are not accepted
+		{"9223372036.854775807", 9223372036854775807, nil}, // the largest amount
+	}
+	for _, c := range cases {
+		got, err := ParseUSD(c.in)
+		if !errors.Is(err, c.err) || got != c.want {
+			t.Errorf("ParseUSD(%q) = %d, %v; want %d, %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   Nanos
+		want string
+		r2   string
+	}{
+		{0, "0.000000000", "0.00"},
+		{37_800, "0.000037800", "0.00"},
+		{-1, "-0.000000001", "0.00"},
+		{12_345_000_000, "12.345000000", "12.35"},    // half rounds away from zero
+		{-12_345_000_000, "-12.345000000", "-12.35"}, // also for losses
+		{-9223372036854775808, "-9223372036.854775808", "-9223372036.85"},
+	}
+	for _, c := range cases {
+		if got := c.in.String(); got != c.want {
+			t.Errorf("Nanos(%d).String() = %q, want %q", int64(c.in), got, c.want)
+		}
+		if got := c.in.Round(2); got != c.r2 {
+			t.Errorf("Nanos(%d).Round(2) = %q, want %q", int64(c.in), got, c.r2)
+		}
+	}
+}
+
+func FuzzParseUSD(f *testing.F) {
+	for _, s := range []string{"0", "12.5", "3e-06", "-0.0000000005", "1e30"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseUSD(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseUSD(n.String())
+		if err != nil || back != n {
+			t.Fatalf("round trip of %q: %v -> %q -> %v, %v", s, n, n.String(), back, err)
+		}
+	})
+}

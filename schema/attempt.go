@@ -1,0 +1,105 @@
+// Package schema defines the attempt record, ledgerd's ingest contract (schema v1): its Go type,
+// the strict decoder that turns outside JSON into records, and the rules a record must satisfy.
+package schema
+
+import (
+	"time"
+
+	"github.com/ledgerd/ledgerd/money"
+)
+
+// Version is the version of the record contract published at GET /v1/schema.
+const Version = "1"
+
+// Status is the outcome of one provider attempt.
+type Status string
+
+// The statuses an attempt can have.
+const (
+	StatusOK        Status = "ok"
+	StatusError     Status = "error"
+	StatusCancelled Status = "cancelled"
+)
+
+// ErrorClass classifies why an attempt did not produce an answer; see docs/record.md for the
+// mapping from provider errors.
+type ErrorClass string
+
+// The error classes an attempt can carry. ErrorNone is the stored class of a successful attempt and
+// is never sent by clients.
+const (
+	ErrorNone            ErrorClass = "none"
+	ErrorBadRequest      ErrorClass = "bad_request"
+	ErrorAuth            ErrorClass = "auth_error"
+	ErrorPermission      ErrorClass = "permission_error"
+	ErrorNotFound        ErrorClass = "not_found"
+	ErrorRequestTooLarge ErrorClass = "request_too_large"
+	ErrorRateLimited     ErrorClass = "rate_limited"
+	ErrorQuotaExhausted  ErrorClass = "quota_exhausted"
+	ErrorTimeout         ErrorClass = "timeout"
+	ErrorConnection      ErrorClass = "connection_error"
+	ErrorServer          ErrorClass = "server_error"
+	ErrorOverloaded      ErrorClass = "overloaded"
+	ErrorCancelled       ErrorClass = "cancelled"
+	ErrorUnknown         ErrorClass = "unknown"
+)
+
+// ErrorClasses lists the classes a client may send, in the order reports show them.
+var ErrorClasses = []ErrorClass{
+	ErrorBadRequest, ErrorAuth, ErrorPermission, ErrorNotFound, ErrorRequestTooLarge,
+	ErrorRateLimited, ErrorQuotaExhausted, ErrorTimeout, ErrorConnection, ErrorServer,
+	ErrorOverloaded, ErrorCancelled, ErrorUnknown,
+}
+
+// Attempt is one provider attempt: one HTTP call to an LLM API. It carries usage and outcome, never
+// a prompt or a reply. Token counts never overlap: total input = Input + CacheWrite + CacheRead.
+type Attempt struct {
+	AttemptID          string            `json:"attempt_id"`
+	RequestID          string            `json:"request_id"`
+	AttemptNo          int               `json:"attempt_no"`
+	StartedAt          time.Time         `json:"started_at"`
+	LatencyMS          int64             `json:"latency_ms"`
+	Provider           string            `json:"provider"`
+	Model              string            `json:"model"`
+	Service            string            `json:"service"`
+	Operation          string            `json:"operation,omitempty"`
+	Tenant             string            `json:"tenant,omitempty"`
+	Status             Status            `json:"status"`
+	ErrorClass         ErrorClass        `json:"error_class,omitempty"`
+	HTTPStatus         int               `json:"http_status,omitempty"`
+	ProviderRequestID  string            `json:"provider_request_id,omitempty"`
+	RetryAfterMS       int64             `json:"retry_after_ms,omitempty"`
+	InputTokens        int64             `json:"input_tokens,omitempty"`
+	OutputTokens       int64             `json:"output_tokens,omitempty"`
+	CacheWriteTokens   int64             `json:"cache_write_tokens,omitempty"`
+	CacheWrite1hTokens int64             `json:"cache_write_1h_tokens,omitempty"`
+	CacheReadTokens    int64             `json:"cache_read_tokens,omitempty"`
+	ReasoningTokens    int64             `json:"reasoning_tokens,omitempty"`
+	CostUSD            *money.Nanos      `json:"cost_usd,omitempty"`
+	Fallback           bool              `json:"fallback,omitempty"`
+	FallbackFrom       string            `json:"fallback_from,omitempty"`
+	Batch              bool              `json:"batch,omitempty"`
+	PromptHash         string            `json:"prompt_hash,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+}
+
+// DefaultOperation is the operation of a record that names none.
+const DefaultOperation = "default"
+
+// Limits on field values; they keep rows small and stop a client from using the ledger as a blob
+// store.
+const (
+	MaxIDLen          = 128
+	MaxNameLen        = 128
+	MaxProviderReqLen = 256
+	MaxMetadataKeys   = 16
+	MaxMetadataLen    = 256
+	MaxTokens         = 1_000_000_000
+	MaxAttemptNo      = 10_000
+	MaxLatencyMS      = 24 * 60 * 60 * 1000
+	// MaxFutureSkew is how far in the future started_at may lie, to tolerate client clock skew.
+	MaxFutureSkew = 24 * time.Hour
+)
+
+// Earliest is the earliest started_at the ledger accepts.
+var Earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)

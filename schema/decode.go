@@ -1,0 +1,483 @@
+package schema
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ledgerd/ledgerd/money"
+)
+
+// FieldError says which field of a record is wrong and why.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+// Error formats the error as "field: reason".
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// Rejection is one refused record of a batch, by its zero-based position in the body.
+type Rejection struct {
+	Index int    `json:"index"`
+	Field string `json:"field,omitempty"`
+	Error string `json:"error"`
+}
+
+// Batch is a decoded ingest body: the valid records, each with its position in the body, and the
+// refused ones.
+type Batch struct {
+	Records  []Attempt
+	Index    []int
+	Rejected []Rejection
+}
+
+// Len is the number of records the body held, valid or not.
+func (b *Batch) Len() int { return len(b.Records) + len(b.Rejected) }
+
+// ErrBody reports a body that cannot be parsed as a whole: not JSON, not an object or array, or
+// broken JSON inside an array.
+var ErrBody = errors.New("unparseable body")
+
+// contentFields are refused with their own message: the ledger never stores prompts or replies.
+var contentFields = map[string]bool{
+	"prompt": true, "messages": true, "input": true, "output": true, "completion": true,
+	"content": true, "response": true, "text": true,
+}
+
+// fieldKinds names every accepted field with the JSON kind it takes, for error messages.
+var fieldKinds = map[string]string{
+	"attempt_id": "a string", "request_id": "a string", "attempt_no": "a whole number",
+	"started_at": "an RFC 3339 timestamp string", "latency_ms": "a whole number",
+	"provider": "a string", "model": "a string", "service": "a string", "operation": "a string",
+	"tenant": "a string", "status": "a string", "error_class": "a string",
+	"http_status": "a whole number", "provider_request_id": "a string",
+	"retry_after_ms": "a whole number", "input_tokens": "a whole number",
+	"output_tokens": "a whole number", "cache_write_tokens": "a whole number",
+	"cache_write_1h_tokens": "a whole number", "cache_read_tokens": "a whole number",
+	"reasoning_tokens": "a whole number", "cost_usd": "a decimal string or number",
+	"fallback": "true or false", "fallback_from": "a string", "batch": "true or false",
+	"prompt_hash": "a string", "metadata": "an object of string values",
+}
+
+// Fields lists the accepted field names, sorted; the JSON Schema test checks it against
+// attempt.schema.json.
+func Fields() []string {
+	out := make([]string, 0, len(fieldKinds))
+	for k := range fieldKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// wire is the JSON shape of a record; pointers tell a missing field from a zero one.
+type wire struct {
+	AttemptID          *string           `json:"attempt_id"`
+	RequestID          *string           `json:"request_id"`
+	AttemptNo          *int64            `json:"attempt_no"`
+	StartedAt          *time.Time        `json:"started_at"`
+	LatencyMS          *int64            `json:"latency_ms"`
+	Provider           *string           `json:"provider"`
+	Model              *string           `json:"model"`
+	Service            *string           `json:"service"`
+	Operation          *string           `json:"operation"`
+	Tenant             *string           `json:"tenant"`
+	Status             *string           `json:"status"`
+	ErrorClass         *string           `json:"error_class"`
+	HTTPStatus         *int64            `json:"http_status"`
+	ProviderRequestID  *string           `json:"provider_request_id"`
+	RetryAfterMS       *int64            `json:"retry_after_ms"`
+	InputTokens        *int64            `json:"input_tokens"`
+	OutputTokens       *int64            `json:"output_tokens"`
+	CacheWriteTokens   *int64            `json:"cache_write_tokens"`
+	CacheWrite1hTokens *int64            `json:"cache_write_1h_tokens"`
+	CacheReadTokens    *int64            `json:"cache_read_tokens"`
+	ReasoningTokens    *int64            `json:"reasoning_tokens"`
+	CostUSD            json.RawMessage   `json:"cost_usd"`
+	Fallback           *bool             `json:"fallback"`
+	FallbackFrom       *string           `json:"fallback_from"`
+	Batch              *bool             `json:"batch"`
+	PromptHash         *string           `json:"prompt_hash"`
+	Metadata           map[string]string `json:"metadata"`
+}
+
+// DecodeBody reads an ingest body: one JSON object, a JSON array of objects, or (ndjson) one object
+// per line. Records that fail decoding or validation are listed in Rejected; the error is non-nil
+// only when the body as a whole cannot be read.
+func DecodeBody(r io.Reader, ndjson bool, now time.Time) (Batch, error) {
+	var b Batch
+	add := func(i int, raw []byte) {
+		a, ferr := DecodeRecord(raw, now)
+		if ferr != nil {
+			b.Rejected = append(b.Rejected, Rejection{Index: i, Field: ferr.Field, Error: ferr.Error()})
+			return
+		}
+		b.Records = append(b.Records, a)
+		b.Index = append(b.Index, i)
+	}
+	if ndjson {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64*1024), 1<<30)
+		i := 0
+		for sc.Scan() {
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			add(i, line)
+			i++
+		}
+		if err := sc.Err(); err != nil {
+			return Batch{}, fmt.Errorf("read ndjson: %w", err)
+		}
+		if i == 0 {
+			return Batch{}, fmt.Errorf("%w: no records", ErrBody)
+		}
+		return b, nil
+	}
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	var first json.RawMessage
+	if err := dec.Decode(&first); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Batch{}, fmt.Errorf("%w: empty body", ErrBody)
+		}
+		if !isJSONError(err) {
+			return Batch{}, fmt.Errorf("read body: %w", err)
+		}
+		return Batch{}, fmt.Errorf("%w: %s", ErrBody, jsonReason(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Batch{}, fmt.Errorf("%w: unexpected data after the JSON value (send NDJSON with Content-Type application/x-ndjson)", ErrBody)
+	}
+	switch firstByte(first) {
+	case '{':
+		add(0, first)
+	case '[':
+		var raws []json.RawMessage
+		if err := json.Unmarshal(first, &raws); err != nil {
+			return Batch{}, fmt.Errorf("%w: %s", ErrBody, jsonReason(err))
+		}
+		if len(raws) == 0 {
+			return Batch{}, fmt.Errorf("%w: empty array", ErrBody)
+		}
+		for i, raw := range raws {
+			add(i, raw)
+		}
+	default:
+		return Batch{}, fmt.Errorf("%w: expected a JSON object or array of objects", ErrBody)
+	}
+	return b, nil
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// isJSONError tells a malformed body from a failure to read it (too large, broken gzip, cut off).
+func isJSONError(err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &te) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func jsonReason(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, se.Error())
+	}
+	return err.Error()
+}
+
+// DecodeRecord decodes and validates one JSON record. The error names the first wrong field.
+func DecodeRecord(raw []byte, now time.Time) (Attempt, *FieldError) {
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Attempt{}, explain(raw)
+	}
+	a, ferr := w.attempt()
+	if ferr != nil {
+		return Attempt{}, ferr
+	}
+	if ferr := a.Validate(now); ferr != nil {
+		return Attempt{}, ferr
+	}
+	return a, nil
+}
+
+// explain finds out which field made the fast decode fail; it runs only for bad records.
+func explain(raw []byte) *FieldError {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		if firstByte(raw) != '{' {
+			return &FieldError{Reason: "record must be a JSON object"}
+		}
+		return &FieldError{Reason: "invalid JSON: " + jsonReason(err)}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if contentFields[strings.ToLower(k)] {
+			return &FieldError{Field: k, Reason: "the ledger stores no prompts or replies: send usage and outcome only"}
+		}
+		kind, ok := fieldKinds[k]
+		if !ok {
+			return &FieldError{Field: k, Reason: "unknown field"}
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{k: m[k]})
+		var w wire
+		if err := json.Unmarshal(one, &w); err != nil {
+			return &FieldError{Field: k, Reason: "must be " + kind}
+		}
+	}
+	return &FieldError{Reason: "record could not be decoded"}
+}
+
+func (w *wire) attempt() (Attempt, *FieldError) {
+	var a Attempt
+	req := []struct {
+		name string
+		ok   bool
+	}{
+		{"attempt_id", w.AttemptID != nil}, {"request_id", w.RequestID != nil},
+		{"attempt_no", w.AttemptNo != nil}, {"started_at", w.StartedAt != nil},
+		{"latency_ms", w.LatencyMS != nil}, {"provider", w.Provider != nil},
+		{"model", w.Model != nil}, {"service", w.Service != nil}, {"status", w.Status != nil},
+	}
+	for _, r := range req {
+		if !r.ok {
+			return a, &FieldError{Field: r.name, Reason: "required"}
+		}
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	num := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	a = Attempt{
+		AttemptID: *w.AttemptID, RequestID: *w.RequestID, StartedAt: *w.StartedAt,
+		LatencyMS: *w.LatencyMS, Provider: *w.Provider, Model: *w.Model, Service: *w.Service,
+		Operation: str(w.Operation), Tenant: str(w.Tenant), Status: Status(*w.Status),
+		ErrorClass: ErrorClass(str(w.ErrorClass)), HTTPStatus: int(num(w.HTTPStatus)),
+		ProviderRequestID: str(w.ProviderRequestID), RetryAfterMS: num(w.RetryAfterMS),
+		InputTokens: num(w.InputTokens), OutputTokens: num(w.OutputTokens),
+		CacheWriteTokens: num(w.CacheWriteTokens), CacheWrite1hTokens: num(w.CacheWrite1hTokens),
+		CacheReadTokens: num(w.CacheReadTokens), ReasoningTokens: num(w.ReasoningTokens),
+		FallbackFrom: str(w.FallbackFrom), PromptHash: str(w.PromptHash), Metadata: w.Metadata,
+	}
+	if *w.AttemptNo < 1 || *w.AttemptNo > MaxAttemptNo {
+		return a, &FieldError{Field: "attempt_no", Reason: fmt.Sprintf("must be between 1 and %d", MaxAttemptNo)}
+	}
+	a.AttemptNo = int(*w.AttemptNo)
+	if w.HTTPStatus != nil && (*w.HTTPStatus < 100 || *w.HTTPStatus > 599) {
+		return a, &FieldError{Field: "http_status", Reason: "must be an HTTP status between 100 and 599"}
+	}
+	if w.Fallback != nil {
+		a.Fallback = *w.Fallback
+	}
+	if w.Batch != nil {
+		a.Batch = *w.Batch
+	}
+	if len(w.CostUSD) > 0 && string(w.CostUSD) != "null" {
+		var c money.Nanos
+		if err := json.Unmarshal(w.CostUSD, &c); err != nil {
+			return a, &FieldError{Field: "cost_usd", Reason: "must be a decimal string or number of dollars"}
+		}
+		if c < 0 {
+			return a, &FieldError{Field: "cost_usd", Reason: "must not be negative"}
+		}
+		a.CostUSD = &c
+	}
+	return a, nil
+}
+
+// Validate checks the rules of the contract that types alone do not: lengths, ranges, the status and
+// error class pairing and the token relations. It normalises Operation to its default and the error
+// class of a cancelled attempt. now bounds started_at against clock skew.
+func (a *Attempt) Validate(now time.Time) *FieldError {
+	type text struct {
+		name     string
+		v        string
+		max      int
+		required bool
+	}
+	texts := []text{
+		{"attempt_id", a.AttemptID, MaxIDLen, true}, {"request_id", a.RequestID, MaxIDLen, true},
+		{"provider", a.Provider, MaxNameLen, true}, {"model", a.Model, MaxNameLen, true},
+		{"service", a.Service, MaxNameLen, true}, {"operation", a.Operation, MaxNameLen, false},
+		{"tenant", a.Tenant, MaxNameLen, false}, {"fallback_from", a.FallbackFrom, MaxNameLen, false},
+		{"prompt_hash", a.PromptHash, MaxIDLen, false},
+		{"provider_request_id", a.ProviderRequestID, MaxProviderReqLen, false},
+	}
+	for _, t := range texts {
+		if t.required && t.v == "" {
+			return &FieldError{Field: t.name, Reason: "must not be empty"}
+		}
+		if reason := checkText(t.v, t.max); reason != "" {
+			return &FieldError{Field: t.name, Reason: reason}
+		}
+	}
+	if a.Operation == "" {
+		a.Operation = DefaultOperation
+	}
+	if a.AttemptNo < 1 || a.AttemptNo > MaxAttemptNo {
+		return &FieldError{Field: "attempt_no", Reason: fmt.Sprintf("must be between 1 and %d", MaxAttemptNo)}
+	}
+	if a.StartedAt.Before(Earliest) {
+		return &FieldError{Field: "started_at", Reason: "must not be before 2000-01-01"}
+	}
+	if a.StartedAt.After(now.Add(MaxFutureSkew)) {
+		return &FieldError{Field: "started_at", Reason: "lies more than 24h in the future"}
+	}
+	if a.LatencyMS < 0 || a.LatencyMS > MaxLatencyMS {
+		return &FieldError{Field: "latency_ms", Reason: "must be between 0 and 86400000 (24h)"}
+	}
+	if a.RetryAfterMS < 0 || a.RetryAfterMS > MaxLatencyMS {
+		return &FieldError{Field: "retry_after_ms", Reason: "must be between 0 and 86400000 (24h)"}
+	}
+	if a.HTTPStatus != 0 && (a.HTTPStatus < 100 || a.HTTPStatus > 599) {
+		return &FieldError{Field: "http_status", Reason: "must be an HTTP status between 100 and 599"}
+	}
+	if ferr := a.validateOutcome(); ferr != nil {
+		return ferr
+	}
+	if ferr := a.validateTokens(); ferr != nil {
+		return ferr
+	}
+	if a.CostUSD != nil && *a.CostUSD < 0 {
+		return &FieldError{Field: "cost_usd", Reason: "must not be negative"}
+	}
+	if a.FallbackFrom != "" && !a.Fallback {
+		return &FieldError{Field: "fallback_from", Reason: "set, but fallback is not true"}
+	}
+	if len(a.Metadata) > MaxMetadataKeys {
+		return &FieldError{Field: "metadata", Reason: fmt.Sprintf("at most %d keys", MaxMetadataKeys)}
+	}
+	for k, v := range a.Metadata {
+		if k == "" {
+			return &FieldError{Field: "metadata", Reason: "keys must not be empty"}
+		}
+		if reason := checkText(k, MaxMetadataLen); reason != "" {
+			return &FieldError{Field: "metadata." + truncate(k), Reason: "key " + reason}
+		}
+		if reason := checkText(v, MaxMetadataLen); reason != "" {
+			return &FieldError{Field: "metadata." + truncate(k), Reason: reason}
+		}
+	}
+	return nil
+}
+
+func (a *Attempt) validateOutcome() *FieldError {
+	switch a.Status {
+	case StatusOK:
+		if a.ErrorClass != "" {
+			return &FieldError{Field: "error_class", Reason: `must be absent when status is "ok"`}
+		}
+	case StatusCancelled:
+		if a.ErrorClass != "" && a.ErrorClass != ErrorCancelled {
+			return &FieldError{Field: "error_class", Reason: `must be absent or "cancelled" when status is "cancelled"`}
+		}
+		a.ErrorClass = ErrorCancelled
+	case StatusError:
+		if a.ErrorClass == "" {
+			return &FieldError{Field: "error_class", Reason: `required when status is "error"`}
+		}
+		if !validClass(a.ErrorClass) {
+			return &FieldError{Field: "error_class", Reason: fmt.Sprintf("%q is not one of %s", truncate(string(a.ErrorClass)), classList())}
+		}
+	default:
+		return &FieldError{Field: "status", Reason: fmt.Sprintf(`%q is not one of "ok", "error", "cancelled"`, truncate(string(a.Status)))}
+	}
+	return nil
+}
+
+func (a *Attempt) validateTokens() *FieldError {
+	counts := []struct {
+		name string
+		v    int64
+	}{
+		{"input_tokens", a.InputTokens}, {"output_tokens", a.OutputTokens},
+		{"cache_write_tokens", a.CacheWriteTokens}, {"cache_write_1h_tokens", a.CacheWrite1hTokens},
+		{"cache_read_tokens", a.CacheReadTokens}, {"reasoning_tokens", a.ReasoningTokens},
+	}
+	for _, c := range counts {
+		if c.v < 0 || c.v > MaxTokens {
+			return &FieldError{Field: c.name, Reason: "must be between 0 and 1000000000"}
+		}
+	}
+	if a.CacheWrite1hTokens > a.CacheWriteTokens {
+		return &FieldError{Field: "cache_write_1h_tokens", Reason: "is the 1-hour part of cache_write_tokens and cannot exceed it"}
+	}
+	if a.ReasoningTokens > a.OutputTokens {
+		return &FieldError{Field: "reasoning_tokens", Reason: "is the reasoning part of output_tokens and cannot exceed it"}
+	}
+	return nil
+}
+
+func validClass(c ErrorClass) bool {
+	for _, k := range ErrorClasses {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+func classList() string {
+	s := make([]string, len(ErrorClasses))
+	for i, c := range ErrorClasses {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+func checkText(s string, max int) string {
+	if len(s) > max {
+		return fmt.Sprintf("longer than %d bytes", max)
+	}
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

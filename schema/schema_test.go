@@ -1,0 +1,199 @@
+package schema
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+const valid = `{"attempt_id":"a1","request_id":"r1","attempt_no":1,"started_at":"2026-11-29T10:00:00Z","latency_ms":812,"provider":"anthropic","model":"claude-haiku-5-5","service":"router","status":"ok","input_tokens":333,"output_tokens":9}`
+
+// with returns the valid record with one field set (or removed, for a nil value).
+func with(field string, value any) string {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(valid), &m)
+	if value == nil {
+		delete(m, field)
+	} else {
+		m[field] = value
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestJSONSchemaMatchesDecoder guards the published contract: the JSON Schema names exactly the
+// fields the decoder accepts, and the same required ones.
+func TestJSONSchemaMatchesDecoder(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(JSONSchema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var props []string
+	for k := range doc.Properties {
+		props = append(props, k)
+	}
+	sort.Strings(props)
+	if !reflect.DeepEqual(props, Fields()) {
+		t.Errorf("schema properties %v\ndecoder fields %v", props, Fields())
+	}
+	for _, f := range doc.Required {
+		if _, ferr := DecodeRecord([]byte(with(f, nil)), now); ferr == nil || ferr.Field != f || ferr.Reason != "required" {
+			t.Errorf("dropping required %s: got %v", f, ferr)
+		}
+	}
+}
+
+func TestDecodeRecord(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, in, field, reason string
+	}{
+		{"valid record", valid, "", ""},
+		{"prompt refused as content", with("prompt", "hello"), "prompt", "stores no prompts"},
+		{"messages refused as content", with("messages", []any{}), "messages", "stores no prompts"},
+		{"content refused whatever its case", with("Text", "x"), "Text", "stores no prompts"},
+		{"unknown field named", with("colour", "red"), "colour", "unknown field"},
+		{"wrong type named", with("input_tokens", "many"), "input_tokens", "must be a whole number"},
+		{"fractional tokens", with("input_tokens", 1.5), "input_tokens", "must be a whole number"},
+		{"negative tokens", with("output_tokens", -1), "output_tokens", "between 0"},
+		{"bad timestamp", with("started_at", "yesterday"), "started_at", "RFC 3339"},
+		{"far future", with("started_at", "2027-01-01T00:00:00Z"), "started_at", "future"},
+		{"attempt_no zero", with("attempt_no", 0), "attempt_no", "between 1"},
+		{"unknown status", with("status", "maybe"), "status", "not one of"},
+		{"error without class", with("status", "error"), "error_class", "required"},
+		{"ok with class", with("error_class", "timeout"), "error_class", "absent"},
+		{"long attempt id", with("attempt_id", strings.Repeat("x", 129)), "attempt_id", "longer than 128"},
+		{"empty model", with("model", ""), "model", "must not be empty"},
+		{"control character", with("service", "a\nb"), "service", "control character"},
+		{"1h write above write", with("cache_write_1h_tokens", 5), "cache_write_1h_tokens", "cannot exceed"},
+		{"reasoning above output", with("reasoning_tokens", 10), "reasoning_tokens", "cannot exceed"},
+		{"fallback_from without fallback", with("fallback_from", "claude-sonnet-5-5"), "fallback_from", "fallback is not true"},
+		{"negative client cost", with("cost_usd", "-1"), "cost_usd", "negative"},
+		{"cost as words", with("cost_usd", "cheap"), "cost_usd", "decimal"},
+		{"metadata not strings", with("metadata", map[string]any{"a": 1}), "metadata", "object of string"},
+		{"metadata too many keys", with("metadata", map[string]string{"1": "", "2": "", "3": "", "4": "", "5": "", "6": "", "7": "", "8": "", "9": "", "10": "", "11": "", "12": "", "13": "", "14": "", "15": "", "16": "", "17": ""}), "metadata", "at most 16"},
+		{"not an object", `[1]`, "", "JSON object"},
+		{"http status out of range", with("http_status", 700), "http_status", "between 100 and 599"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, ferr := DecodeRecord([]byte(c.in), now)
+			if c.reason == "" {
+				if ferr != nil {
+					t.Fatalf("unexpected error %v", ferr)
+				}
+				return
+			}
+			if ferr == nil {
+				t.Fatalf("accepted, want error on %s", c.field)
+			}
+			if ferr.Field != c.field || !strings.Contains(ferr.Error(), c.reason) {
+				t.Fatalf("got %q (field %q), want field %q containing %q", ferr.Error(), ferr.Field, c.field, c.reason)
+			}
+		})
+	}
+}
+
+// TestDecodeRecordNormalises checks defaults: operation, and the class of a cancelled attempt.
+func TestDecodeRecordNormalises(t *testing.T) {
+	t.Parallel()
+	a, ferr := DecodeRecord([]byte(with("status", "cancelled")), now)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if a.Operation != DefaultOperation || a.ErrorClass != ErrorCancelled {
+		t.Fatalf("operation %q class %q", a.Operation, a.ErrorClass)
+	}
+	b, ferr := DecodeRecord([]byte(with("cost_usd", "0.0000378")), now)
+	if ferr != nil || b.CostUSD == nil || *b.CostUSD != 37800 {
+		t.Fatalf("cost %v, %v", b.CostUSD, ferr)
+	}
+}
+
+func TestDecodeBody(t *testing.T) {
+	t.Parallel()
+	bad := with("prompt", "x")
+	cases := []struct {
+		name     string
+		body     string
+		ndjson   bool
+		ok       int
+		rejected []int
+		err      bool
+	}{
+		{"one object", valid, false, 1, nil, false},
+		{"array with a bad record", "[" + valid + "," + bad + "," + with("attempt_id", "a2") + "]", false, 2, []int{1}, false},
+		{"ndjson with a broken line", valid + "\n{not json\n" + with("attempt_id", "a2") + "\n\n", true, 2, []int{1}, false},
+		{"broken json", `{"attempt_id":`, false, 0, nil, true},
+		{"empty body", ``, false, 0, nil, true},
+		{"empty array", `[]`, false, 0, nil, true},
+		{"a string", `"hello"`, false, 0, nil, true},
+		{"two objects without ndjson", valid + valid, false, 0, nil, true},
+		{"array of non-objects", `[1, 2]`, false, 0, []int{0, 1}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := DecodeBody(strings.NewReader(c.body), c.ndjson, now)
+			if (err != nil) != c.err {
+				t.Fatalf("err = %v, want error %v", err, c.err)
+			}
+			if len(b.Records) != c.ok {
+				t.Fatalf("%d records, want %d", len(b.Records), c.ok)
+			}
+			var idx []int
+			for _, r := range b.Rejected {
+				idx = append(idx, r.Index)
+			}
+			if !reflect.DeepEqual(idx, c.rejected) {
+				t.Fatalf("rejected %v, want %v (%+v)", idx, c.rejected, b.Rejected)
+			}
+		})
+	}
+}
+
+// FuzzDecodeBody feeds arbitrary bodies to the decoder: it must never panic, every record must be
+// either accepted (and then valid) or rejected with a reason, and accepted records round-trip.
+func FuzzDecodeBody(f *testing.F) {
+	f.Add([]byte(valid), false)
+	f.Add([]byte("["+valid+","+with("prompt", "x")+"]"), false)
+	f.Add([]byte(valid+"\n"+with("status", "error")), true)
+	f.Add([]byte(with("metadata", map[string]string{"k": "v"})), false)
+	f.Fuzz(func(t *testing.T, body []byte, ndjson bool) {
+		b, err := DecodeBody(strings.NewReader(string(body)), ndjson, now)
+		if err != nil {
+			return
+		}
+		for _, r := range b.Rejected {
+			if r.Error == "" {
+				t.Fatalf("rejection without reason: %+v", r)
+			}
+		}
+		for _, a := range b.Records {
+			if ferr := a.Validate(now); ferr != nil {
+				t.Fatalf("accepted record fails validation: %v", ferr)
+			}
+			raw, err := json.Marshal(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, ferr := DecodeRecord(raw, now)
+			if ferr != nil {
+				t.Fatalf("accepted record does not round-trip: %v\n%s", ferr, raw)
+			}
+			if !back.StartedAt.Equal(a.StartedAt) || back.AttemptID != a.AttemptID {
+				t.Fatalf("round trip changed the record")
+			}
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/schema"
+)
+
+// IngestResponse is the answer to POST /v1/attempts: valid records are committed and invalid ones
+// listed (partial success, as OTLP does).
+type IngestResponse struct {
+	Accepted   int                `json:"accepted"`
+	Duplicates int                `json:"duplicates"`
+	Rejected   []schema.Rejection `json:"rejected"`
+	Error      string             `json:"error,omitempty"`
+}
+
+func (s *Server) ingest(c echo.Context) error {
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	default:
+		s.m.shed.Inc()
+		c.Response().Header().Set("Retry-After", "1")
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "too many ingest requests in flight; retry later")
+	}
+	req := c.Request()
+	ndjson, err := bodyKind(req)
+	if err != nil {
+		return err
+	}
+	body, err := s.body(c)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	batch, err := schema.DecodeBody(body, ndjson, s.opt.Now())
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) || errors.Is(err, errInflatedTooLarge) {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.opt.MaxBodyBytes))
+		}
+		if errors.Is(err, schema.ErrBody) {
+			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+		}
+		return echo.NewHTTPError(http.StatusBadRequest, "read body: "+err.Error())
+	}
+	for _, r := range batch.Rejected {
+		s.m.rejected.WithLabelValues(rejectLabel(r.Field)).Inc()
+	}
+	resp := IngestResponse{Rejected: batch.Rejected}
+	if resp.Rejected == nil {
+		resp.Rejected = []schema.Rejection{}
+	}
+	if len(batch.Records) == 0 {
+		resp.Error = "every record was refused"
+		return c.JSON(http.StatusBadRequest, resp)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), s.opt.SubmitTimeout)
+	defer cancel()
+	res, err := s.opt.Writer.Submit(ctx, ProjectOf(c).ID, batch.Records)
+	if err != nil {
+		c.Response().Header().Set("Retry-After", retryAfter(err))
+		s.opt.Logger.Warn("ingest not committed", "project", ProjectOf(c).Name, "records", len(batch.Records), "err", err)
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "records not committed: "+unavailableReason(err)+"; retry later")
+	}
+	resp.Accepted, resp.Duplicates = res.Accepted, res.Duplicates
+	return c.JSON(http.StatusOK, resp)
+}
+
+func retryAfter(err error) string {
+	if errors.Is(err, ingest.ErrOverloaded) {
+		return "1"
+	}
+	return "2"
+}
+
+func unavailableReason(err error) string {
+	switch {
+	case errors.Is(err, ingest.ErrOverloaded):
+		return "ingest queue full"
+	case errors.Is(err, ingest.ErrClosed):
+		return "server shutting down"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "commit did not finish in time"
+	default:
+		return "database unavailable"
+	}
+}
+
+// rejectLabel bounds the label values of the rejected counter: metadata keys are folded into one.
+func rejectLabel(field string) string {
+	if field == "" {
+		return "record"
+	}
+	if strings.HasPrefix(field, "metadata.") {
+		return "metadata"
+	}
+	if _, known := schemaFields[field]; known {
+		return field
+	}
+	return "unknown_field"
+}
+
+var schemaFields = func() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, f := range schema.Fields() {
+		m[f] = struct{}{}
+	}
+	return m
+}()
+
+func bodyKind(r *http.Request) (ndjson bool, err error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return false, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false, echo.NewHTTPError(http.StatusUnsupportedMediaType, "unreadable Content-Type")
+	}
+	switch mt {
+	case "application/json":
+		return false, nil
+	case "application/x-ndjson", "application/jsonl", "application/ndjson":
+		return true, nil
+	}
+	return false, echo.NewHTTPError(http.StatusUnsupportedMediaType, "Content-Type must be application/json or application/x-ndjson")
+}
+
+var errInflatedTooLarge = errors.New("inflated body too large")
+
+// body returns the request body, limited before and after gzip.
+func (s *Server) body(c echo.Context) (io.ReadCloser, error) {
+	r := c.Request()
+	if r.ContentLength > s.opt.MaxBodyBytes {
+		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.opt.MaxBodyBytes))
+	}
+	raw := http.MaxBytesReader(c.Response(), r.Body, s.opt.MaxBodyBytes)
+	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
+	case "", "identity":
+		return raw, nil
+	case "gzip":
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			return nil, echo.NewHTTPError(http.StatusBadRequest, "Content-Encoding gzip: "+err.Error())
+		}
+		return &limitedGzip{zr: zr, raw: raw, left: s.opt.MaxBodyBytes}, nil
+	}
+	return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType, "Content-Encoding must be gzip or absent")
+}
+
+// limitedGzip inflates a body and fails once it grows past the limit (a gzip bomb).
+type limitedGzip struct {
+	zr   *gzip.Reader
+	raw  io.Closer
+	left int64
+}
+
+func (l *limitedGzip) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errInflatedTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.zr.Read(p)
+	l.left -= int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("gzip: %w", err)
+	}
+	return n, err
+}
+
+func (l *limitedGzip) Close() error {
+	l.zr.Close()
+	return l.raw.Close()
+}

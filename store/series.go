@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SeriesKey names what an attempt belongs to; rows and rollups store its id.
+type SeriesKey struct {
+	ProjectID    int64
+	Tenant       string
+	Service      string
+	Operation    string
+	Provider     string
+	Model        string
+	FallbackFrom string
+}
+
+// SeriesIDs returns the id of each key, creating the series that do not exist yet. Ids are cached
+// for the life of the process: a series never changes once written.
+func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) (map[SeriesKey]int64, error) {
+	out := make(map[SeriesKey]int64, len(keys))
+	var missing []SeriesKey
+	s.mu.Lock()
+	for _, k := range keys {
+		if id, ok := s.series[k]; ok {
+			out[k] = id
+		} else if _, dup := out[k]; !dup {
+			out[k] = 0
+			missing = append(missing, k)
+		}
+	}
+	s.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	batch := &pgx.Batch{}
+	for _, k := range missing {
+		// DO UPDATE (not DO NOTHING) so the id comes back even when another replica created the
+		// series a moment ago; this runs once per new series per process.
+		batch.Queue(`INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (project_id, tenant, service, operation, provider, model, fallback_from)
+			DO UPDATE SET tenant = excluded.tenant RETURNING id`,
+			k.ProjectID, k.Tenant, k.Service, k.Operation, k.Provider, k.Model, k.FallbackFrom)
+	}
+	br := s.Pool.SendBatch(ctx, batch)
+	defer br.Close()
+	ids := make([]int64, len(missing))
+	for i := range missing {
+		if err := br.QueryRow().Scan(&ids[i]); err != nil {
+			return nil, fmt.Errorf("resolve series: %w", err)
+		}
+	}
+	s.mu.Lock()
+	for i, k := range missing {
+		s.series[k] = ids[i]
+		out[k] = ids[i]
+	}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// PriceVersion identifies one price of one model from one date, as recorded beside each cost.
+type PriceVersion struct {
+	Key           string
+	Provider      string
+	Model         string
+	EffectiveFrom time.Time
+}
+
+// PriceIDs records each price version key and returns its id, cached like series ids.
+func (s *Store) PriceIDs(ctx context.Context, versions []PriceVersion) (map[string]int32, error) {
+	out := make(map[string]int32, len(versions))
+	var missing []PriceVersion
+	s.mu.Lock()
+	for _, v := range versions {
+		if id, ok := s.prices[v.Key]; ok {
+			out[v.Key] = id
+		} else if _, dup := out[v.Key]; !dup {
+			out[v.Key] = 0
+			missing = append(missing, v)
+		}
+	}
+	s.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	batch := &pgx.Batch{}
+	for _, v := range missing {
+		batch.Queue(`INSERT INTO price_versions (key, provider, model, effective_from) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (key) DO UPDATE SET key = excluded.key RETURNING id`,
+			v.Key, v.Provider, v.Model, v.EffectiveFrom)
+	}
+	br := s.Pool.SendBatch(ctx, batch)
+	defer br.Close()
+	ids := make([]int32, len(missing))
+	for i := range missing {
+		if err := br.QueryRow().Scan(&ids[i]); err != nil {
+			return nil, fmt.Errorf("record price versions: %w", err)
+		}
+	}
+	s.mu.Lock()
+	for i, v := range missing {
+		s.prices[v.Key] = ids[i]
+		out[v.Key] = ids[i]
+	}
+	s.mu.Unlock()
+	return out, nil
+}
