@@ -17,6 +17,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/embeddedpg"
 	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/llmmetrics"
 	"github.com/ledgerd/ledgerd/migrations"
 	"github.com/ledgerd/ledgerd/pricing"
 	"github.com/ledgerd/ledgerd/schema"
@@ -32,6 +33,8 @@ type Options struct {
 	DatabaseURL string
 	// DataDir holds the embedded database (./.ledgerd).
 	DataDir string
+	// PGBinaries is the PostgreSQL installation the embedded database runs (found automatically).
+	PGBinaries string
 	// Migrate applies pending migrations at start; without it serve refuses an out-of-date schema.
 	// The embedded database is always migrated.
 	Migrate bool
@@ -41,6 +44,9 @@ type Options struct {
 	PricesFile string
 	// MaxBodyBytes bounds an ingest body (16 MiB).
 	MaxBodyBytes int64
+	// OTLPTenantAttributes lists, comma-separated, the span or resource attributes naming the
+	// tenant of an OTLP span (ledgerd.tenant,tenant.id).
+	OTLPTenantAttributes string
 	// Logger receives structured logs (discarded when nil).
 	Logger *slog.Logger
 	// OnListen, when set, is told the bound address; tests listen on 127.0.0.1:0.
@@ -92,14 +98,23 @@ func OpenDB(ctx context.Context, opt Options) (*DB, error) {
 	url := opt.DatabaseURL
 	stop := func(context.Context) {}
 	if url == "" {
-		pg, err := embeddedpg.Start(ctx, embeddedpg.Options{Dir: opt.DataDir, Logger: opt.Logger})
-		if err != nil {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		pg, err := embeddedpg.Start(sctx, embeddedpg.Options{Dir: opt.DataDir, BinariesPath: opt.PGBinaries, Logger: opt.Logger})
+		switch {
+		case errors.Is(err, embeddedpg.ErrInUse):
+			// Another ledgerd (usually `serve`) runs the embedded server: use it.
+			if url, err = embeddedpg.Attach(opt.DataDir, ""); err != nil {
+				return nil, err
+			}
+		case err != nil:
 			return nil, fmt.Errorf("start embedded database: %w", err)
-		}
-		url = pg.URL()
-		stop = func(ctx context.Context) {
-			if err := pg.Stop(ctx); err != nil {
-				opt.Logger.Error("stop embedded database", "err", err)
+		default:
+			url = pg.URL()
+			stop = func(ctx context.Context) {
+				if err := pg.Stop(ctx); err != nil {
+					opt.Logger.Error("stop embedded database", "err", err)
+				}
 			}
 		}
 	}
@@ -141,7 +156,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	writer := ingest.NewWriter(st, PriceFunc(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg})
+	llm := llmmetrics.New(st.Pool, llmmetrics.Options{Logger: log})
+	reg.MustRegister(llm)
+	writer := ingest.NewWriter(st, PriceFunc(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe})
 	steps = append(steps, func(ctx context.Context) {
 		if err := writer.Close(ctx); err != nil {
 			log.Error("flush writer", "err", err)
@@ -161,6 +178,11 @@ func Run(ctx context.Context, opt Options) (err error) {
 			return nil
 		},
 	})
+
+	if err := mount(ctx, Deps{Store: st, Catalog: catalog, Server: srv, Writer: writer, Registry: reg, Timezone: tz,
+		Now: opt.Now, Logger: log, Options: opt}, &steps); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", opt.Listen)
 	if err != nil {

@@ -25,15 +25,24 @@ type IngestResponse struct {
 	Error      string             `json:"error,omitempty"`
 }
 
-func (s *Server) ingest(c echo.Context) error {
-	select {
-	case s.inflight <- struct{}{}:
-		defer func() { <-s.inflight }()
-	default:
-		s.m.shed.Inc()
-		c.Response().Header().Set("Retry-After", "1")
-		return echo.NewHTTPError(http.StatusServiceUnavailable, "too many ingest requests in flight; retry later")
+// Admit is middleware for ingest routes: it bounds the requests in flight across all of them
+// (Options.MaxInFlight) and answers the excess 503 with Retry-After at once, so bodies waiting for
+// a commit cannot pile up in memory.
+func (s *Server) Admit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		select {
+		case s.inflight <- struct{}{}:
+			defer func() { <-s.inflight }()
+		default:
+			s.m.shed.Inc()
+			c.Response().Header().Set("Retry-After", "1")
+			return echo.NewHTTPError(http.StatusServiceUnavailable, "too many ingest requests in flight; retry later")
+		}
+		return next(c)
 	}
+}
+
+func (s *Server) ingest(c echo.Context) error {
 	req := c.Request()
 	ndjson, err := bodyKind(req)
 	if err != nil {
@@ -46,9 +55,8 @@ func (s *Server) ingest(c echo.Context) error {
 	defer body.Close()
 	batch, err := schema.DecodeBody(body, ndjson, s.opt.Now())
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) || errors.Is(err, errInflatedTooLarge) {
-			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.opt.MaxBodyBytes))
+		if tooLarge(err) {
+			return s.bodyTooLarge()
 		}
 		if errors.Is(err, schema.ErrBody) {
 			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
@@ -130,7 +138,7 @@ func bodyKind(r *http.Request) (ndjson bool, err error) {
 		return false, echo.NewHTTPError(http.StatusUnsupportedMediaType, "unreadable Content-Type")
 	}
 	switch mt {
-	case "application/json":
+	case "application/json", "application/x-www-form-urlencoded": // the latter is curl -d's default
 		return false, nil
 	case "application/x-ndjson", "application/jsonl", "application/ndjson":
 		return true, nil
@@ -140,11 +148,40 @@ func bodyKind(r *http.Request) (ndjson bool, err error) {
 
 var errInflatedTooLarge = errors.New("inflated body too large")
 
+// ReadBody reads a whole request body under the ingest limits: Content-Encoding gzip or none, at
+// most Options.MaxBodyBytes before and after inflating. Its errors are *echo.HTTPError (400, 413,
+// 415), for receivers of other protocols (OTLP) that need the body as one slice.
+func (s *Server) ReadBody(c echo.Context) ([]byte, error) {
+	body, err := s.body(c)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		if tooLarge(err) {
+			return nil, s.bodyTooLarge()
+		}
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "read body: "+err.Error())
+	}
+	return b, nil
+}
+
+// tooLarge tells whether reading a body failed on the size limit, before or after gzip.
+func tooLarge(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig) || errors.Is(err, errInflatedTooLarge)
+}
+
+func (s *Server) bodyTooLarge() error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.opt.MaxBodyBytes))
+}
+
 // body returns the request body, limited before and after gzip.
 func (s *Server) body(c echo.Context) (io.ReadCloser, error) {
 	r := c.Request()
 	if r.ContentLength > s.opt.MaxBodyBytes {
-		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.opt.MaxBodyBytes))
+		return nil, s.bodyTooLarge()
 	}
 	raw := http.MaxBytesReader(c.Response(), r.Body, s.opt.MaxBodyBytes)
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {

@@ -99,7 +99,7 @@ func New(opt Options) *Server {
 		return c.Blob(http.StatusOK, "application/schema+json", schema.JSONSchema)
 	})
 	s.API = e.Group("/v1", s.RequireKey)
-	s.API.POST("/attempts", s.ingest)
+	s.API.POST("/attempts", s.ingest, s.Admit)
 	return s
 }
 

@@ -70,6 +70,7 @@ func common(fs *flag.FlagSet) *app.Options {
 	o := &app.Options{}
 	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL; empty starts the embedded database")
 	fs.StringVar(&o.DataDir, "data-dir", env("LEDGERD_DATA_DIR", ".ledgerd"), "folder of the embedded database")
+	fs.StringVar(&o.PGBinaries, "pg-binaries", os.Getenv("LEDGERD_PG_BINARIES"), "PostgreSQL installation for the embedded database (the folder holding bin/initdb); found automatically")
 	fs.StringVar(&o.Timezone, "timezone", env("LEDGERD_TIMEZONE", "UTC"), "IANA timezone days and months are counted in")
 	fs.StringVar(&o.PricesFile, "prices", os.Getenv("LEDGERD_PRICES"), "price file merged over the embedded catalog (ledgerd YAML/JSON or LiteLLM JSON)")
 	return o
@@ -104,6 +105,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&o.Listen, "listen", env("LEDGERD_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
 		fs.BoolVar(&o.Migrate, "migrate", env("LEDGERD_MIGRATE", "") == "true", "apply pending migrations at start (always on for the embedded database)")
 		maxBody := fs.Int64("max-body-bytes", 16<<20, "largest ingest body, before and after gzip")
+		fs.StringVar(&o.OTLPTenantAttributes, "otlp-tenant-attributes", env("LEDGERD_OTLP_TENANT_ATTRIBUTES", "ledgerd.tenant,tenant.id"), "span or resource attributes naming an OTLP span's tenant, comma-separated, first found wins")
 		if err := parse(fs, rest, 0); err != nil {
 			return err
 		}
