@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ledgerd needs on a fresh machine; the Makefile and .ci/run call it.
+# Usage: install-deps.sh [PACKAGE...] (default: all of them).
 # Idempotent: when every package is installed already it does not touch apt at all.
 #
 # Runs as root without a terminal (CI, containers), or as a user with sudo. Package scripts are
@@ -13,6 +14,10 @@ packages=(
 	prometheus              # promtool and the server, for rule and scrape tests
 	prometheus-alertmanager # alert delivery tests
 )
+# `install-deps.sh PKG...` installs only the named ones (make run needs just postgresql).
+if (($# > 0)); then
+	packages=("$@")
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
