@@ -47,6 +47,14 @@ type Options struct {
 	// OTLPTenantAttributes lists, comma-separated, the span or resource attributes naming the
 	// tenant of an OTLP span (ledgerd.tenant,tenant.id).
 	OTLPTenantAttributes string
+	// Config is the configuration file: alert rules and receivers (docs/alerts.md); empty uses the
+	// default rules with no receivers.
+	Config string
+	// ViewerToken, when set, is a password for the dashboard that shows ViewerProject (read-only),
+	// for people without a project API key.
+	ViewerToken string
+	// ViewerProject names the project the viewer token shows.
+	ViewerProject string
 	// Logger receives structured logs (discarded when nil).
 	Logger *slog.Logger
 	// OnListen, when set, is told the bound address; tests listen on 127.0.0.1:0.

@@ -5,9 +5,13 @@ import (
 	"strings"
 )
 
-// rollupSums lists each summed rollup column with the expression over inserted attempts that feeds
-// it. The hourly and daily rollups share it; keeping it in one table keeps them identical.
-var rollupSums = []struct{ col, expr string }{
+// Sum is one summed rollup column and the aggregate over attempts rows that feeds it.
+type Sum struct{ Col, Expr string }
+
+// RollupSums lists each summed column of rollup_hourly and rollup_daily with the expression over
+// attempts that feeds it. The writer and analytics' rebuild both build their statements from it,
+// so the two can never count differently.
+var RollupSums = []Sum{
 	{"attempts", "count(*)"},
 	{"requests", "count(*) FILTER (WHERE attempt_no = 1)"},
 	{"input_tokens", "sum(input_tokens)"},
@@ -27,8 +31,8 @@ var rollupSums = []struct{ col, expr string }{
 	{"latency_sum_ms", "sum(latency_ms)"},
 }
 
-// cacheSums does the same for rollup_cache_hourly.
-var cacheSums = []struct{ col, expr string }{
+// CacheSums does the same for rollup_cache_hourly.
+var CacheSums = []Sum{
 	{"calls", "count(*)"},
 	{"cache_write_calls", "count(*) FILTER (WHERE cache_write_tokens > 0)"},
 	{"cache_read_calls", "count(*) FILTER (WHERE cache_read_tokens > 0)"},
@@ -39,6 +43,14 @@ var cacheSums = []struct{ col, expr string }{
 	{"nocache_cost_nanos", "coalesce(sum(nocache_cost_nanos), 0)"},
 	{"unpriced_attempts", "count(*) FILTER (WHERE cost_nanos IS NULL)"},
 }
+
+// Expressions over attempts shared by the writer and analytics' rebuild: the latency histogram of a
+// group, which attempts rollup_cache_hourly counts, and the prompt_hash it keys them by.
+const (
+	LatencyHistExpr = "hist_agg(latency_bucket(latency_ms))"
+	CacheWhere      = "cache_write_tokens > 0 OR cache_read_tokens > 0 OR prompt_hash IS NOT NULL"
+	CacheHashExpr   = "coalesce(prompt_hash, '')"
+)
 
 // attemptCols are the attempts columns the writer fills, in the order of the unnest arrays.
 var attemptCols = []struct{ col, typ string }{
@@ -68,30 +80,30 @@ func buildInsertSQL() string {
 	tz := fmt.Sprintf("$%d", len(attemptCols)+1)
 	upsert := func(table, bucket string) string {
 		var set, sel, ins []string
-		for _, s := range rollupSums {
-			ins = append(ins, s.col)
-			sel = append(sel, s.expr)
-			set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.col, s.col, s.col))
+		for _, s := range RollupSums {
+			ins = append(ins, s.Col)
+			sel = append(sel, s.Expr)
+			set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 		}
 		return fmt.Sprintf(`INSERT INTO %s AS r (project_id, bucket, series_id, fallback, status, error_class, %s, latency_hist)
-		SELECT project_id, %s, series_id, fallback, status, error_class, %s, hist_agg(latency_bucket(latency_ms))
+		SELECT project_id, %s, series_id, fallback, status, error_class, %s, %s
 		FROM ins GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
 		ON CONFLICT (project_id, bucket, series_id, fallback, status, error_class) DO UPDATE SET %s,
 			latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)`,
-			table, strings.Join(ins, ", "), bucket, strings.Join(sel, ", "), strings.Join(set, ", "))
+			table, strings.Join(ins, ", "), bucket, strings.Join(sel, ", "), LatencyHistExpr, strings.Join(set, ", "))
 	}
 	var cset, csel, cins []string
-	for _, s := range cacheSums {
-		cins = append(cins, s.col)
-		csel = append(csel, s.expr)
-		cset = append(cset, fmt.Sprintf("%s = r.%s + excluded.%s", s.col, s.col, s.col))
+	for _, s := range CacheSums {
+		cins = append(cins, s.Col)
+		csel = append(csel, s.Expr)
+		cset = append(cset, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 	}
 	cache := fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (project_id, bucket, series_id, fallback, prompt_hash, %s)
-		SELECT project_id, date_trunc('hour', started_at), series_id, fallback, coalesce(prompt_hash, ''), %s
-		FROM ins WHERE cache_write_tokens > 0 OR cache_read_tokens > 0 OR prompt_hash IS NOT NULL
+		SELECT project_id, date_trunc('hour', started_at), series_id, fallback, %s, %s
+		FROM ins WHERE %s
 		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
 		ON CONFLICT (project_id, bucket, series_id, fallback, prompt_hash) DO UPDATE SET %s`,
-		strings.Join(cins, ", "), strings.Join(csel, ", "), strings.Join(cset, ", "))
+		strings.Join(cins, ", "), CacheHashExpr, strings.Join(csel, ", "), CacheWhere, strings.Join(cset, ", "))
 	return fmt.Sprintf(`WITH ins AS (
 		INSERT INTO attempts (%s)
 		SELECT * FROM unnest(%s) AS t(%s)

@@ -52,6 +52,17 @@ type Options struct {
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	Logger       *slog.Logger
 	Registerer   prometheus.Registerer
+	// OnCommit, when set, is called after each successful commit with the records it newly
+	// inserted (never a duplicate), before their submitters are answered. It runs on the flusher
+	// goroutine, so it must be quick, and must not keep the slice.
+	OnCommit func([]Committed)
+}
+
+// Committed is one record a commit newly inserted, as OnCommit receives it.
+type Committed struct {
+	ProjectID int64
+	Attempt   *schema.Attempt
+	Cost      Costing
 }
 
 // Result is the outcome of one submission: how many records were newly committed and how many were
@@ -275,6 +286,17 @@ func (w *Writer) commit(jobs []*job) {
 			w.mu.Unlock()
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
+	}
+	if err == nil && w.opt.OnCommit != nil {
+		var done []Committed
+		for _, j := range jobs {
+			for i := range j.rows {
+				if r := &j.rows[i]; r.newHere {
+					done = append(done, Committed{ProjectID: r.key.project, Attempt: &r.a, Cost: r.cost})
+				}
+			}
+		}
+		w.opt.OnCommit(done)
 	}
 	for _, j := range jobs {
 		j.err = err

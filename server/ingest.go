@@ -78,7 +78,7 @@ func (s *Server) ingest(c echo.Context) error {
 	defer cancel()
 	res, err := s.opt.Writer.Submit(ctx, ProjectOf(c).ID, batch.Records)
 	if err != nil {
-		c.Response().Header().Set("Retry-After", retryAfter(err))
+		c.Response().Header().Set("Retry-After", RetryAfter(err))
 		s.opt.Logger.Warn("ingest not committed", "project", ProjectOf(c).Name, "records", len(batch.Records), "err", err)
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "records not committed: "+unavailableReason(err)+"; retry later")
 	}
@@ -86,7 +86,9 @@ func (s *Server) ingest(c echo.Context) error {
 	return c.JSON(http.StatusOK, resp)
 }
 
-func retryAfter(err error) string {
+// RetryAfter is the Retry-After, in seconds, of a 503 for records the writer did not commit: 1
+// when its queue is full, 2 otherwise. Every ingest route answers the same.
+func RetryAfter(err error) string {
 	if errors.Is(err, ingest.ErrOverloaded) {
 		return "1"
 	}

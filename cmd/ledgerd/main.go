@@ -18,6 +18,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/app"
 	"github.com/ledgerd/ledgerd/migrations"
+	"github.com/ledgerd/ledgerd/otlp"
 )
 
 const usage = `usage: ledgerd <command> [flags]
@@ -30,6 +31,8 @@ commands:
   partitions list            list the monthly raw partitions
   partitions drop --before YYYY-MM
                              drop raw attempts of months before the given one (rollups stay)
+  reprice --from DATE --to DATE [--model M] [--dry-run] [--json]
+                             recompute stored costs with the current catalog (embedded + --prices)
 
 Every command takes --database-url (env DATABASE_URL; empty = the embedded database in
 --data-dir, env LEDGERD_DATA_DIR, default ./.ledgerd). Run "ledgerd <command> -h" for its flags.
@@ -105,7 +108,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&o.Listen, "listen", env("LEDGERD_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
 		fs.BoolVar(&o.Migrate, "migrate", env("LEDGERD_MIGRATE", "") == "true", "apply pending migrations at start (always on for the embedded database)")
 		maxBody := fs.Int64("max-body-bytes", 16<<20, "largest ingest body, before and after gzip")
-		fs.StringVar(&o.OTLPTenantAttributes, "otlp-tenant-attributes", env("LEDGERD_OTLP_TENANT_ATTRIBUTES", "ledgerd.tenant,tenant.id"), "span or resource attributes naming an OTLP span's tenant, comma-separated, first found wins")
+		fs.StringVar(&o.ViewerToken, "viewer-token", os.Getenv("LEDGERD_VIEWER_TOKEN"), "password that opens the dashboard of --viewer-project (read-only); prefer the env variable")
+		fs.StringVar(&o.ViewerProject, "viewer-project", os.Getenv("LEDGERD_VIEWER_PROJECT"), "project the viewer token shows")
+		fs.StringVar(&o.Config, "config", os.Getenv("LEDGERD_CONFIG"), "configuration file: alert rules and receivers (YAML, see docs/alerts.md)")
+		fs.StringVar(&o.OTLPTenantAttributes, "otlp-tenant-attributes", env("LEDGERD_OTLP_TENANT_ATTRIBUTES", strings.Join(otlp.DefaultTenantAttributes, ",")), "span or resource attributes naming an OTLP span's tenant, comma-separated, first found wins")
 		if err := parse(fs, rest, 0); err != nil {
 			return err
 		}
@@ -143,6 +149,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return withDB(ctx, *o, func(d *app.DB) error { return d.Store.RevokeKey(ctx, fs.Arg(0)) })
+	case "reprice":
+		return runReprice(ctx, fs, o, rest, stdout)
 	case "partitions list":
 		if err := parse(fs, rest, 0); err != nil {
 			return err
