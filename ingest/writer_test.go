@@ -65,8 +65,8 @@ func TestSubmitDuplicates(t *testing.T) {
 		recs []schema.Attempt
 		want ingest.Result
 	}{
-		{"first delivery", []schema.Attempt{a, b}, ingest.Result{Accepted: 2}},                      // both new
-		{"same request twice", []schema.Attempt{a, a}, ingest.Result{Duplicates: 2}},                // already stored
+		{"first delivery", []schema.Attempt{a, b}, ingest.Result{Accepted: 2}},       // both new
+		{"same request twice", []schema.Attempt{a, a}, ingest.Result{Duplicates: 2}}, // already stored
 		{"new and old together", []schema.Attempt{attempt("a3", at, 1, schema.StatusOK), b}, ingest.Result{Accepted: 1, Duplicates: 1}},
 		{"twice within one request", []schema.Attempt{attempt("a4", at, 1, schema.StatusOK), attempt("a4", at, 1, schema.StatusOK)}, ingest.Result{Accepted: 1, Duplicates: 1}},
 	}

@@ -1,0 +1,3 @@
+package grafana
+
+//go:generate go run ./gen -out dashboards
