@@ -249,7 +249,7 @@ func prepareSchema(ctx context.Context, st *store.Store, opt Options, tz *time.L
 	case err != nil:
 		return err
 	case stored != tz.String():
-		return fmt.Errorf("daily rollups in this database are counted in %s, not %s: start with --timezone %s", stored, tz.String(), stored)
+		return fmt.Errorf("daily rollups in this database are counted in %s, not %s: start with --timezone %s, or stop every ledgerd and run `ledgerd rollups rebuild --timezone %s` to recount them", stored, tz.String(), stored, tz.String())
 	}
 	return nil
 }

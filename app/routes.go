@@ -39,6 +39,7 @@ func mount(ctx context.Context, d Deps, steps *cleanup) error {
 	// GET /v1/routes lists every route the server answers (read at request time, so it includes the
 	// ones mounted below); the tenancy drill (drills/tenancy_test.go) walks it.
 	d.Server.API.GET("/routes", func(c echo.Context) error { return c.JSON(http.StatusOK, d.Server.Echo.Routes()) })
+	analytics.New(d.Store.Pool, d.Timezone, d.Now).Routes(d.Server.API)
 	prices.Mount(d.Server, prices.Options{Pool: d.Store.Pool, Catalog: d.Catalog, Timezone: d.Timezone, Now: d.Now})
 	otlp.Mount(d.Server, otlp.Options{Writer: d.Writer, Logger: d.Logger, Registerer: d.Registry, Now: d.Now, TenantAttributes: otlp.ParseAttributes(d.Options.OTLPTenantAttributes)})
 	alertCfg, err := alerts.Load(d.Options.Config)
