@@ -19,8 +19,21 @@ func (c *Catalog) Cost(u Usage) (Cost, error) {
 // on its own; the amounts are multiplied exactly and rounded once, so a daily or monthly estimate
 // carries no per-call rounding error.
 func (c *Catalog) CostTimes(u Usage, n *big.Rat) (Cost, error) {
+	return c.CostAggregate(u, 1, n)
+}
+
+// CostAggregate prices usage u that sums several requests (a day of a ledger's traffic, say), n
+// times: every token of u is billed exactly, and each long-context threshold is judged on the
+// average request, u's total input / requests. That is exact when the requests are alike and an
+// approximation otherwise, since a provider judges each request on its own. requests must be
+// positive, or zero for a usage of no tokens.
+func (c *Catalog) CostAggregate(u Usage, requests int64, n *big.Rat) (Cost, error) {
 	if err := checkUsage(u, n); err != nil {
 		return Cost{}, err
+	}
+	totalIn := u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens
+	if requests < 0 || requests == 0 && totalIn+u.OutputTokens > 0 {
+		return Cost{}, fmt.Errorf("%w: usage of %d requests", ErrUsage, requests)
 	}
 	m, ok := c.Lookup(u.Provider, u.Model)
 	if !ok {
@@ -32,7 +45,7 @@ func (c *Catalog) CostTimes(u Usage, n *big.Rat) (Cost, error) {
 			ErrUnpriced, m.Provider, m.ID, u.At.UTC().Format("2006-01-02 15:04:05Z07:00"),
 			m.Prices[0].EffectiveFrom.Format("2006-01-02"))
 	}
-	return price(m, p, u, n)
+	return price(m, p, u, max(requests, 1), n)
 }
 
 func checkUsage(u Usage, n *big.Rat) error {
@@ -53,13 +66,14 @@ func checkUsage(u Usage, n *big.Rat) error {
 	return nil
 }
 
-// price applies version p of model m to u, n times.
-func price(m Model, p Price, u Usage, n *big.Rat) (Cost, error) {
+// price applies version p of model m to u, which sums requests requests, n times.
+func price(m Model, p Price, u Usage, requests int64, n *big.Rat) (Cost, error) {
 	out := Cost{Version: m.version(p)}
 	rates := p.Rates
-	totalIn := u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens
+	totalIn := big.NewInt(u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens)
 	for _, t := range p.LongContext {
-		if totalIn > t.AboveInputTokens {
+		// The average request's input exceeds the threshold: total > threshold × requests.
+		if totalIn.Cmp(new(big.Int).Mul(big.NewInt(t.AboveInputTokens), big.NewInt(requests))) > 0 {
 			rates, out.LongContext = t.Rates, true
 		}
 	}
@@ -97,7 +111,7 @@ func price(m Model, p Price, u Usage, n *big.Rat) (Cost, error) {
 	if out.Total, err = scaled(total, scale); err != nil {
 		return Cost{}, err
 	}
-	nocache := amount(totalIn, rates.Input)
+	nocache := amount(totalIn.Int64(), rates.Input)
 	if out.NoCache, err = scaled(nocache.Add(nocache, output), scale); err != nil {
 		return Cost{}, err
 	}

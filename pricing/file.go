@@ -39,6 +39,9 @@ import (
 
 type fileCatalog struct {
 	Models []fileModel `yaml:"models"`
+	// Unpriced is accepted, and ignored, so that GET /v1/prices output (which lists the models
+	// the ledger could not price beside the catalog) loads as a file.
+	Unpriced yaml.Node `yaml:"unpriced"`
 }
 
 type fileModel struct {

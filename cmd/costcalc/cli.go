@@ -32,6 +32,7 @@ var commands = []command{
 	{"estimate", "cost of a workload per call, per day and per month, for one or more models", runEstimate},
 	{"cache", "cost of caching a prompt prefix against not caching it", runCache},
 	{"prices", "the price catalog", runPrices},
+	{"ledger", "a month projected from the usage a running ledgerd recorded, optionally on another model", runLedger},
 }
 
 // usageError is bad usage: exit code 2.

@@ -1,6 +1,7 @@
 // Command ledgerd is the LLM cost and reliability ledger: `ledgerd serve` runs the service,
-// `ledgerd migrate` applies schema migrations, `ledgerd keys` manages project API keys and
-// `ledgerd partitions` lists or drops monthly raw partitions for retention.
+// `ledgerd migrate` applies schema migrations, `ledgerd keys` manages project API keys,
+// `ledgerd partitions` lists or drops monthly raw partitions for retention and `ledgerd reprice`
+// recomputes stored costs with the current price catalog.
 package main
 
 import (
@@ -31,6 +32,11 @@ commands:
   partitions list            list the monthly raw partitions
   partitions drop --before YYYY-MM
                              drop raw attempts of months before the given one (rollups stay)
+  rollups rebuild [--timezone TZ]
+                             recount every rollup from the raw attempts, with days in TZ (the
+                             ledger's own timezone by default); stop every ledgerd first
+  budget set --project NAME (--usd AMOUNT | --clear)
+                             set or remove a project's monthly budget (see /v1/projection)
   reprice --from DATE --to DATE [--model M] [--dry-run] [--json]
                              recompute stored costs with the current catalog (embedded + --prices)
 
@@ -93,7 +99,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	cmd, rest := args[0], args[1:]
-	if cmd == "keys" || cmd == "partitions" {
+	if cmd == "keys" || cmd == "partitions" || cmd == "rollups" || cmd == "budget" {
 		if len(rest) == 0 {
 			return fmt.Errorf("%w: ledgerd %s needs a subcommand", errUsage, cmd)
 		}
@@ -151,6 +157,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return withDB(ctx, *o, func(d *app.DB) error { return d.Store.RevokeKey(ctx, fs.Arg(0)) })
 	case "reprice":
 		return runReprice(ctx, fs, o, rest, stdout)
+	case "rollups rebuild":
+		return runRebuild(ctx, fs, o, rest, stdout)
+	case "budget set":
+		return runBudget(ctx, fs, o, rest, stdout)
 	case "partitions list":
 		if err := parse(fs, rest, 0); err != nil {
 			return err

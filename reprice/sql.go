@@ -1,0 +1,185 @@
+package reprice
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ledgerd/ledgerd/ingest"
+)
+
+// LockKey is the advisory lock a reprice holds for its whole transaction, so that two reprices
+// never compute deltas from the same old costs (74210001 to 74210003 are taken by dbtest, partition
+// DDL and the alerts leader).
+const LockKey = 74210004
+
+// lockSQL takes the reprice lock for the current transaction, or reports false when another
+// reprice holds it.
+const lockSQL = `SELECT pg_try_advisory_xact_lock($1)`
+
+// createTempSQL creates the tables a reprice works in: one chunk of changed attempts with their old
+// and new costs, and the rollup deltas accumulated until the end of the transaction.
+const createTempSQL = `
+CREATE TEMP TABLE reprice_chunk (
+    project_id   int8 NOT NULL,
+    attempt_id   text NOT NULL,
+    started_at   timestamptz NOT NULL,
+    old_cost     int8,
+    old_nocache  int8,
+    new_cost     int8,
+    new_nocache  int8,
+    new_price_id int4
+) ON COMMIT DROP;
+CREATE TEMP TABLE reprice_hourly (
+    project_id int8, bucket timestamptz, series_id int8, fallback bool, status attempt_status,
+    error_class error_class, cost_nanos int8, nocache_cost_nanos int8, unpriced_attempts int8,
+    cost_mismatch_attempts int8
+) ON COMMIT DROP;
+CREATE TEMP TABLE reprice_daily (LIKE reprice_hourly) ON COMMIT DROP;
+ALTER TABLE reprice_daily ALTER COLUMN bucket TYPE date;
+CREATE TEMP TABLE reprice_cache (
+    project_id int8, bucket timestamptz, series_id int8, fallback bool, prompt_hash text,
+    cost_nanos int8, nocache_cost_nanos int8, unpriced_attempts int8
+) ON COMMIT DROP`
+
+// chunkCols are the columns of reprice_chunk, in the order the chunk is copied in.
+var chunkCols = []string{"project_id", "attempt_id", "started_at", "old_cost", "old_nocache", "new_cost", "new_nocache", "new_price_id"}
+
+// cursorSQL streams the raw attempts of [$1, $2), optionally only those whose series' model is one
+// of $3. The cursor reads one snapshot, taken when it is declared.
+const cursorSQL = `DECLARE reprice_rows NO SCROLL CURSOR FOR
+SELECT project_id, attempt_id, started_at, series_id, batch, input_tokens, output_tokens,
+       cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, reasoning_tokens,
+       cost_nanos, nocache_cost_nanos, price_id
+FROM attempts
+WHERE started_at >= $1 AND started_at < $2
+  AND ($3::text[] IS NULL OR series_id IN (SELECT id FROM series WHERE model = ANY ($3)))`
+
+// fetchSQL reads the next chunk from the cursor; $1 is the chunk size.
+const fetchSQL = `FETCH FORWARD %d FROM reprice_rows`
+
+// seriesSQL lists every series, for the provider and model an attempt is priced as.
+const seriesSQL = `SELECT id, provider, model FROM series`
+
+// timezoneSQL reads the timezone daily rollups are counted in.
+const timezoneSQL = `SELECT coalesce((SELECT value FROM settings WHERE key = 'timezone'), 'UTC')`
+
+// rollupDeltaCols are the rollup_hourly/rollup_daily sums that depend on an attempt's cost; their
+// expressions come from ingest.RollupSums, so a delta counts exactly what the writer counted.
+var rollupDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_attempts", "cost_mismatch_attempts"}
+
+// cacheDeltaCols are the same for rollup_cache_hourly, from ingest.CacheSums.
+var cacheDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_attempts"}
+
+var (
+	rollupKey = []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
+	cacheKey  = []string{"project_id", "bucket", "series_id", "fallback", "prompt_hash"}
+)
+
+// chunkSQL writes the new costs of the chunk to attempts and adds, per rollup key, the difference
+// between the sums over the chunk's rows as they are now and as they were to the delta tables. $1
+// is the timezone of daily rollups. It returns the number of attempts updated.
+var chunkSQL = buildChunkSQL()
+
+// applySQL holds, per rollup table, the statement that locks the rows the accumulated deltas
+// touch, in key order, and the one that adds the deltas to them.
+var applySQL = []applyStmt{
+	buildApply("rollup_hourly", "reprice_hourly", rollupKey, rollupDeltaCols),
+	buildApply("rollup_daily", "reprice_daily", rollupKey, rollupDeltaCols),
+	buildApply("rollup_cache_hourly", "reprice_cache", cacheKey, cacheDeltaCols),
+}
+
+type applyStmt struct {
+	table string
+	// lock returns the number of delta keys and the number of rollup rows locked for them.
+	lock string
+	// update returns the number of rollup rows updated.
+	update string
+}
+
+// exprs returns the aggregate expressions of cols from sums, failing at start-up when the ingest
+// package no longer has one of them.
+func exprs(sums []ingest.Sum, cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		for _, s := range sums {
+			if s.Col == c {
+				out[i] = s.Expr
+			}
+		}
+		if out[i] == "" {
+			panic("reprice: ingest has no rollup sum " + c)
+		}
+	}
+	return out
+}
+
+func buildChunkSQL() string {
+	delta := func(table, bucket string, key, cols []string, sums []ingest.Sum, where string) string {
+		var sel []string
+		for _, e := range exprs(sums, cols) {
+			sel = append(sel, "dir * "+e)
+		}
+		group := append([]string{"project_id", bucket}, key[2:]...)
+		return fmt.Sprintf(`INSERT INTO %s (%s, %s)
+		SELECT %s, %s FROM v %s GROUP BY %s, dir`,
+			table, strings.Join(key, ", "), strings.Join(cols, ", "),
+			strings.Join(group, ", "), strings.Join(sel, ", "), where, strings.Join(group, ", "))
+	}
+	cacheGroup := []string{"project_id", "date_trunc('hour', started_at)", "series_id", "fallback", ingest.CacheHashExpr}
+	var csel []string
+	for _, e := range exprs(ingest.CacheSums, cacheDeltaCols) {
+		csel = append(csel, "dir * "+e)
+	}
+	cache := fmt.Sprintf(`INSERT INTO reprice_cache (%s, %s)
+		SELECT %s, %s FROM v WHERE %s GROUP BY %s, dir`,
+		strings.Join(cacheKey, ", "), strings.Join(cacheDeltaCols, ", "),
+		strings.Join(cacheGroup, ", "), strings.Join(csel, ", "), ingest.CacheWhere, strings.Join(cacheGroup, ", "))
+	return fmt.Sprintf(`WITH upd AS (
+		UPDATE attempts a SET cost_nanos = c.new_cost, nocache_cost_nanos = c.new_nocache, price_id = c.new_price_id
+		FROM reprice_chunk c
+		WHERE a.project_id = c.project_id AND a.attempt_id = c.attempt_id AND a.started_at = c.started_at
+		RETURNING a.project_id, a.started_at, a.series_id, a.fallback, a.status, a.error_class, a.prompt_hash,
+			a.cache_write_tokens, a.cache_read_tokens, a.client_cost_nanos, c.old_cost, c.old_nocache,
+			a.cost_nanos AS new_cost, a.nocache_cost_nanos AS new_nocache
+	), v AS (
+		SELECT upd.project_id, upd.started_at, upd.series_id, upd.fallback, upd.status, upd.error_class,
+			upd.prompt_hash, upd.cache_write_tokens, upd.cache_read_tokens, upd.client_cost_nanos,
+			x.cost_nanos, x.nocache_cost_nanos, x.dir
+		FROM upd CROSS JOIN LATERAL (VALUES (upd.new_cost, upd.new_nocache, 1), (upd.old_cost, upd.old_nocache, -1))
+			AS x (cost_nanos, nocache_cost_nanos, dir)
+	), hourly AS (%s
+	), daily AS (%s
+	), cache AS (%s
+	)
+	SELECT count(*) FROM upd`,
+		delta("reprice_hourly", "date_trunc('hour', started_at)", rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
+		delta("reprice_daily", "(started_at AT TIME ZONE $1)::date", rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
+		cache)
+}
+
+func buildApply(table, deltas string, key, cols []string) applyStmt {
+	var sums, nonzero, set, on, rkey []string
+	for _, c := range cols {
+		sums = append(sums, fmt.Sprintf("sum(%s)::int8 AS %s", c, c))
+		nonzero = append(nonzero, fmt.Sprintf("sum(%s) <> 0", c))
+		set = append(set, fmt.Sprintf("%s = r.%s + d.%s", c, c, c))
+	}
+	for _, k := range key {
+		on = append(on, fmt.Sprintf("r.%s = d.%s", k, k))
+		rkey = append(rkey, "r."+k)
+	}
+	// Keys whose deltas cancel out (only the price version changed) are left alone.
+	d := fmt.Sprintf(`SELECT %s, %s FROM %s GROUP BY %s HAVING %s`,
+		strings.Join(key, ", "), strings.Join(sums, ", "), deltas, strings.Join(key, ", "), strings.Join(nonzero, " OR "))
+	return applyStmt{
+		table: table,
+		lock: fmt.Sprintf(`WITH d AS (%s), l AS (
+			SELECT 1 FROM %s r JOIN d ON %s ORDER BY %s FOR UPDATE OF r
+		) SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM l)`,
+			d, table, strings.Join(on, " AND "), strings.Join(rkey, ", ")),
+		update: fmt.Sprintf(`WITH d AS (%s), u AS (
+			UPDATE %s r SET %s FROM d WHERE %s RETURNING 1
+		) SELECT count(*) FROM u`,
+			d, table, strings.Join(set, ", "), strings.Join(on, " AND ")),
+	}
+}
