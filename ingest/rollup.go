@@ -50,6 +50,8 @@ const (
 	LatencyHistExpr = "hist_agg(latency_bucket(latency_ms))"
 	CacheWhere      = "cache_write_tokens > 0 OR cache_read_tokens > 0 OR prompt_hash IS NOT NULL"
 	CacheHashExpr   = "coalesce(prompt_hash, '')"
+	// HourBucketExpr is the UTC hour of an attempt, whatever the session's TimeZone.
+	HourBucketExpr = "date_trunc('hour', started_at, 'UTC')"
 )
 
 // attemptCols are the attempts columns the writer fills, in the order of the unnest arrays.
@@ -99,11 +101,11 @@ func buildInsertSQL() string {
 		cset = append(cset, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 	}
 	cache := fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (project_id, bucket, series_id, fallback, prompt_hash, %s)
-		SELECT project_id, date_trunc('hour', started_at), series_id, fallback, %s, %s
+		SELECT project_id, %s, series_id, fallback, %s, %s
 		FROM ins WHERE %s
 		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
 		ON CONFLICT (project_id, bucket, series_id, fallback, prompt_hash) DO UPDATE SET %s`,
-		strings.Join(cins, ", "), CacheHashExpr, strings.Join(csel, ", "), CacheWhere, strings.Join(cset, ", "))
+		strings.Join(cins, ", "), HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere, strings.Join(cset, ", "))
 	return fmt.Sprintf(`WITH ins AS (
 		INSERT INTO attempts (%s)
 		SELECT * FROM unnest(%s) AS t(%s)
@@ -115,7 +117,7 @@ func buildInsertSQL() string {
 	)
 	SELECT project_id, attempt_id, started_at FROM ins`,
 		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "),
-		upsert("rollup_hourly", "date_trunc('hour', started_at)"),
+		upsert("rollup_hourly", HourBucketExpr),
 		upsert("rollup_daily", "(started_at AT TIME ZONE "+tz+")::date"),
 		cache)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerd/ledgerd/ingest"
@@ -145,5 +146,35 @@ func TestConcurrentSubmitters(t *testing.T) {
 	}
 	if rawN != rollN || rawReq != rollReq || rawCost != rollCost || unpriced != 300 {
 		t.Errorf("raw %d/%d/%d, rollup %d/%d/%d, unpriced %d (want 300)", rawN, rawReq, rawCost, rollN, rollReq, rollCost, unpriced)
+	}
+}
+
+// TestHourBucketsAreUTC guards the rollups against the session's TimeZone: on a server set to a
+// half-hour zone, hourly buckets must still start on UTC hours.
+func TestHourBucketsAreUTC(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbtest.NewURL(t)+"&timezone=Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st := store.New(pool)
+	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: prometheus.NewRegistry()})
+	defer w.Close(ctx)
+	p, err := st.EnsureProject(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 10, 3, 10, 45, 0, 0, time.UTC)
+	if _, err := w.Submit(ctx, p.ID, []schema.Attempt{attempt("k1", at, 1, schema.StatusOK)}); err != nil {
+		t.Fatal(err)
+	}
+	var bucket time.Time
+	if err := pool.QueryRow(ctx, `SELECT bucket FROM rollup_hourly`).Scan(&bucket); err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 10, 3, 10, 0, 0, 0, time.UTC); !bucket.Equal(want) {
+		t.Fatalf("bucket %v, want %v", bucket.UTC(), want)
 	}
 }

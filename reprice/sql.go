@@ -125,7 +125,7 @@ func buildChunkSQL() string {
 			table, strings.Join(key, ", "), strings.Join(cols, ", "),
 			strings.Join(group, ", "), strings.Join(sel, ", "), where, strings.Join(group, ", "))
 	}
-	cacheGroup := []string{"project_id", "date_trunc('hour', started_at)", "series_id", "fallback", ingest.CacheHashExpr}
+	cacheGroup := []string{"project_id", ingest.HourBucketExpr, "series_id", "fallback", ingest.CacheHashExpr}
 	var csel []string
 	for _, e := range exprs(ingest.CacheSums, cacheDeltaCols) {
 		csel = append(csel, "dir * "+e)
@@ -152,7 +152,7 @@ func buildChunkSQL() string {
 	), cache AS (%s
 	)
 	SELECT count(*) FROM upd`,
-		delta("reprice_hourly", "date_trunc('hour', started_at)", rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
+		delta("reprice_hourly", ingest.HourBucketExpr, rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
 		delta("reprice_daily", "(started_at AT TIME ZONE $1)::date", rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
 		cache)
 }
