@@ -105,3 +105,13 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	}
 	return nil
 }
+
+// InitSetting stores value under key unless the key is already set, and returns the value in
+// force. Replicas starting at once all get the value of whichever wrote first.
+func (s *Store) InitSetting(ctx context.Context, key, value string) (string, error) {
+	_, err := s.Pool.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, value)
+	if err != nil {
+		return "", fmt.Errorf("init setting %s: %w", key, err)
+	}
+	return s.Setting(ctx, key)
+}

@@ -1,0 +1,95 @@
+package web
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledgerd/ledgerd/alerts"
+	"github.com/ledgerd/ledgerd/server"
+)
+
+// AlertSource lists a project's alerts: the current ones, the latest firings and resolutions, and
+// how each receiver's deliveries went. *alerts.Evaluator is one.
+type AlertSource interface {
+	List(ctx context.Context, projectID int64, historyLimit int) (alerts.ListResponse, error)
+}
+
+// historyShown is how many firings and resolutions the alerts page lists.
+const historyShown = 50
+
+// alertsData is what the alerts page shows.
+type alertsData struct {
+	// Enabled is false when ledgerd runs without alerting.
+	Enabled bool
+	List    alerts.ListResponse
+	Rules   []alerts.Rule
+	tz      *time.Location
+}
+
+// when formats an instant in the ledger's timezone.
+func (d alertsData) when(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "–"
+	}
+	return t.In(d.tz).Format("2006-01-02 15:04")
+}
+
+// firing lists the project's firing alerts, for the overview.
+func (h *Handler) firing(ctx context.Context, projectID int64) ([]alerts.AlertView, error) {
+	if h.opt.Alerts == nil {
+		return nil, nil
+	}
+	l, err := h.opt.Alerts.List(ctx, projectID, 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []alerts.AlertView
+	for _, a := range l.Alerts {
+		if a.State == "firing" {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// alertsPage lists firing and recent alerts with the rules and the receivers' delivery status.
+func (h *Handler) alertsPage(c echo.Context) error {
+	v, err := h.parseView(c)
+	if err != nil {
+		return err
+	}
+	p := server.ProjectOf(c)
+	d := alertsData{Enabled: h.opt.Alerts != nil, tz: h.opt.Timezone}
+	for _, r := range h.opt.AlertRules {
+		if r.Project == "" || r.Project == p.Name {
+			d.Rules = append(d.Rules, r)
+		}
+	}
+	if d.Enabled {
+		if d.List, err = h.opt.Alerts.List(c.Request().Context(), p.ID, historyShown); err != nil {
+			return h.dataError(err)
+		}
+	}
+	fr := h.page(c, "Alerts")
+	fr.Filter = v
+	return h.render(c, 200, alertsView(fr, d))
+}
+
+// labelText writes an alert's labels as k=v, sorted.
+func labelText(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for k, v := range labels {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// failing tells whether a receiver's last delivery failed.
+func failing(r alerts.ReceiverView) bool {
+	return r.LastFailureAt != nil && (r.LastSuccessAt == nil || r.LastFailureAt.After(*r.LastSuccessAt))
+}

@@ -1,0 +1,137 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/money"
+)
+
+var testNow = time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
+
+// TestSessionCookie checks that only a cookie this secret signed, and not yet expired, decodes.
+func TestSessionCookie(t *testing.T) {
+	t.Parallel()
+	s := signer{secret: []byte("secret-a")}
+	good := session{Project: 7, Key: 3, Expires: testNow.Add(time.Hour).Unix(), CSRF: "tok"}
+	value := s.encode(good)
+	payload, sig, _ := strings.Cut(value, ".")
+	cases := []struct {
+		name  string
+		value string
+		by    signer
+		at    time.Time
+		ok    bool
+	}{
+		// What the signer wrote reads back.
+		{"own cookie", value, s, testNow, true},
+		// Another deployment's secret does not accept it.
+		{"other secret", value, signer{secret: []byte("secret-b")}, testNow, false},
+		// Past its expiry the cookie is refused.
+		{"expired", value, s, testNow.Add(time.Hour), false},
+		// A payload changed after signing fails the signature.
+		{"edited payload", payload[:len(payload)-1] + "x." + sig, s, testNow, false},
+		// No signature at all.
+		{"unsigned", payload, s, testNow, false},
+		// Junk.
+		{"empty", "", s, testNow, false},
+		{"dot only", ".", s, testNow, false},
+		// A signed payload missing the fields a session needs is refused.
+		{"signed but empty session", s.encode(session{Expires: testNow.Add(time.Hour).Unix()}), s, testNow, false},
+	}
+	for _, c := range cases {
+		got, err := c.by.decode(c.value, c.at)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err %v, want ok=%v", c.name, err, c.ok)
+		}
+		if c.ok && got != good {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, good)
+		}
+	}
+}
+
+// FuzzSessionDecode feeds the cookie decoder arbitrary values: it must never panic, and must
+// accept nothing but what the signer signed.
+func FuzzSessionDecode(f *testing.F) {
+	s := signer{secret: []byte("fuzz-secret")}
+	f.Add(s.encode(session{Project: 1, Expires: testNow.Add(time.Hour).Unix(), CSRF: "x"}))
+	f.Add("eyJwIjoxfQ.AAAA")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, value string) {
+		sess, err := s.decode(value, testNow)
+		if err != nil {
+			return
+		}
+		if s.encode(sess) == "" || sess.Project <= 0 || sess.CSRF == "" {
+			t.Fatalf("accepted %q as %+v", value, sess)
+		}
+		payload, sig, _ := strings.Cut(value, ".")
+		if sig != s.mac("session", payload) {
+			t.Fatalf("accepted %q without its signature", value)
+		}
+	})
+}
+
+// FuzzLocalPath checks that the login redirect never leaves the site, whatever next says.
+func FuzzLocalPath(f *testing.F) {
+	for _, seed := range []string{"/", "/models?x=1", "//evil.example", "https://evil.example", "/\\evil", "/%2F%2Fevil", " /x", "/\r\nSet-Cookie: a=b"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := localPath(next)
+		// A browser drops control characters and reads "\\" as "/" before it resolves a URL.
+		seen := strings.ReplaceAll(strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return -1
+			}
+			return r
+		}, got), "\\", "/")
+		if !strings.HasPrefix(seen, "/") || strings.HasPrefix(seen, "//") {
+			t.Fatalf("localPath(%q) = %q leaves the site", next, got)
+		}
+		if got != "/" && got != next {
+			t.Fatalf("localPath(%q) = %q changed a local path", next, got)
+		}
+	})
+}
+
+// TestFormat checks how amounts and counts read: money from exact nano-dollars, never a float.
+func TestFormat(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, got, want string
+	}{
+		// Cents, rounded half away from zero, thousands grouped.
+		{"dollars", usd(1234567_890_000_000), "$1,234,567.89"},
+		{"half cent rounds up", usd(2_515_000_000), "$2.52"},
+		{"loss", usd(-420_000_000), "-$0.42"},
+		// A loss smaller than half a cent is no loss to show.
+		{"tiny loss", usd(-4_000_000), "$0.00"},
+		// Per call: four decimals, six under a tenth of a cent.
+		{"per call", usdSmall(193_600_000), "$0.1936"},
+		{"tiny per call", usdSmall(37_800), "$0.000038"},
+		{"exact division", usd(perCall(4_840_000_000, 25)), "$0.19"},
+		// Rates keep their decimals, at least two.
+		{"rate", rate(125_000_000), "$0.125"},
+		{"whole rate", rate(3 * money.PerDollar), "$3.00"},
+		{"count", count(26103000), "26,103,000"},
+		{"plural", plural(1, "hash", "hashes") + ", " + plural(3, "hash", "hashes"), "1 hash, 3 hashes"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestCapped checks that a long breakdown keeps its biggest rows and says how many it left out.
+func TestCapped(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, maxRows, maxRows + 7} {
+		b := capped(breakdown{Rows: make([]statRow, n)})
+		if len(b.Rows) != min(n, maxRows) || b.Hidden != max(0, n-maxRows) {
+			t.Errorf("%d rows: kept %d, hidden %d", n, len(b.Rows), b.Hidden)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+// ledgerd dashboard charts. Each <div class="plot" data-chart="NAME"> is drawn with uPlot from the
+// JSON in <script type="application/json" id="NAME-data">, which the server rendered:
+//   {kind: "bars"|"lines", stacked: bool, unit: "usd"|"ratio"|"percent"|"count", tz: "Area/City",
+//    step: seconds between points, x: [unix seconds], series: [{label, values: [number|null],
+//    text: ["$1.23", ...], join: bool (dashed, across gaps: a projection)}]}
+// Legend values show the server's own text for each point (money is formatted on the server, from
+// exact amounts); the plotted heights are only a picture of them. The tables under each chart carry
+// the same figures without JavaScript.
+(function () {
+	"use strict";
+
+	// Okabe-Ito: told apart by people with the common colour-vision deficiencies.
+	var palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C7A00", "#444444"];
+	var height = function () { return window.matchMedia("(max-width: 40rem)").matches ? 220 : 280; };
+
+	function decimals(incr) {
+		if (!(incr > 0)) return 0;
+		return Math.min(6, Math.max(0, -Math.floor(Math.log10(incr))));
+	}
+
+	function axisValues(unit) {
+		return function (u, splits, axisIdx, space, incr) {
+			var d = decimals(incr);
+			return splits.map(function (v) {
+				if (v == null) return "";
+				var fixed = function (places) {
+					return v.toLocaleString("en-US", { minimumFractionDigits: places, maximumFractionDigits: places });
+				};
+				switch (unit) {
+				case "usd": return "$" + fixed(d);
+				case "percent": return fixed(d) + "%";
+				case "ratio": return fixed(Math.max(1, d));
+				default: return fixed(d);
+				}
+			});
+		};
+	}
+
+	function build(el, spec) {
+		var n = spec.x.length;
+		var bars = spec.kind === "bars";
+		var data = [spec.x];
+		var series = [{}];
+		var acc = new Array(n).fill(0);
+		spec.series.forEach(function (s, i) {
+			var vals = s.values.map(function (v) { return v == null ? null : Number(v); });
+			if (spec.stacked) {
+				acc = acc.map(function (a, j) { return a + (vals[j] || 0); });
+				vals = acc.slice();
+			}
+			var color = palette[i % palette.length];
+			data.push(vals);
+			series.push({
+				label: s.label,
+				stroke: color,
+				fill: bars ? color : undefined,
+				width: bars ? 0 : 2,
+				spanGaps: !!s.join,
+				dash: s.join ? [6, 4] : undefined,
+				points: { show: !bars && n < 40, size: 4 },
+				paths: bars ? uPlot.paths.bars({ size: [0.75, 48], align: 0 }) : undefined,
+				value: function (u, v, si, idx) {
+					if (idx == null) return "";
+					return s.text ? s.text[idx] : (v == null ? "–" : String(v));
+				}
+			});
+		});
+		if (spec.stacked) {
+			// Draw the tallest (cumulative) series first, each lower one over it.
+			data = [data[0]].concat(data.slice(1).reverse());
+			series = [series[0]].concat(series.slice(1).reverse());
+		}
+		var step = spec.step || 86400;
+		return {
+			opts: {
+				width: Math.max(200, el.clientWidth),
+				height: height(),
+				series: series,
+				legend: { live: true },
+				cursor: { points: { show: !bars } },
+				scales: {
+					x: { time: true, range: function (u, min, max) { return [min - step / 2, max + step / 2]; } },
+					y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } }
+				},
+				axes: [{}, { values: axisValues(spec.unit), size: 72, incrs: spec.unit === "count" ? counts : undefined }],
+				tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), spec.tz); }
+			},
+			data: data
+		};
+	}
+
+	// Tick steps of a count axis: whole numbers only.
+	var counts = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
+
+	var plots = [];
+
+	function drawAll() {
+		document.querySelectorAll(".plot[data-chart]").forEach(function (el) {
+			var src = document.getElementById(el.dataset.chart + "-data");
+			if (!src) return;
+			var spec = JSON.parse(src.textContent);
+			el.textContent = "";
+			if (spec.x.length === 0 || spec.series.length === 0) {
+				var p = document.createElement("p");
+				p.className = "empty";
+				p.textContent = "Nothing to chart in this range.";
+				el.appendChild(p);
+				el.dataset.drawn = "empty";
+				return;
+			}
+			var c = build(el, spec);
+			plots.push({ el: el, plot: new uPlot(c.opts, c.data, el) });
+			el.dataset.drawn = "true";
+		});
+	}
+
+	var pending = false;
+	window.addEventListener("resize", function () {
+		if (pending) return;
+		pending = true;
+		window.requestAnimationFrame(function () {
+			pending = false;
+			plots.forEach(function (p) { p.plot.setSize({ width: Math.max(200, p.el.clientWidth), height: height() }); });
+		});
+	});
+
+	drawAll();
+})();
