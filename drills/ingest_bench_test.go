@@ -1,0 +1,311 @@
+package drills
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/load"
+	"github.com/ledgerd/ledgerd/schema"
+	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/store"
+	"github.com/ledgerd/ledgerd/synth"
+)
+
+// benchRecords is the size of the ledger each benchmark iteration writes both ways
+// (LEDGERD_BENCH_RECORDS overrides it).
+func benchRecords(b *testing.B) int {
+	if s := os.Getenv("LEDGERD_BENCH_RECORDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			b.Fatalf("LEDGERD_BENCH_RECORDS=%q: want a positive number", s)
+		}
+		return n
+	}
+	return 100_000
+}
+
+// BenchmarkIngestVsCopy writes the same synthetic ledger twice, each into a fresh database: through
+// ledgerd's HTTP API in requests of 1,000 records into the real group-commit writer (which also
+// keeps the rollups), and with a raw COPY of equivalent rows into attempts (no rollups). It reports
+// records/s for both and their ratio; the target is http/copy >= 0.70. "live" records started in
+// the last 15 minutes (what services send as they go); "week" spreads them over 7 days (a
+// backfill), which touches far more rollup rows.
+func BenchmarkIngestVsCopy(b *testing.B) {
+	for _, shape := range []struct {
+		name string
+		span time.Duration
+	}{{"live", 15 * time.Minute}, {"week", 7 * 24 * time.Hour}} {
+		b.Run(shape.name, func(b *testing.B) { ingestVsCopy(b, shape.span) })
+	}
+}
+
+func ingestVsCopy(b *testing.B, span time.Duration) {
+	const perRequest, posters = 1000, 4
+	n := benchRecords(b)
+	price, err := prices()
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	g := synth.New(synth.Options{Seed: 31, Start: now.Add(-span), End: now})
+	var recs []schema.Attempt
+	for len(recs) < n {
+		recs = append(recs, g.Next()...)
+	}
+	recs = recs[:n]
+	var bodies [][]byte
+	for i := 0; i < n; i += perRequest {
+		body, err := json.Marshal(recs[i:min(i+perRequest, n)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	}
+	var httpRate, copyRate float64
+	for b.Loop() {
+		httpRate = float64(n) / ingestHTTP(b, bodies, posters, n).Seconds()
+		copyRate = float64(n) / ingestCopy(b, recs, price).Seconds()
+	}
+	b.ReportMetric(httpRate, "http_records/s")
+	b.ReportMetric(copyRate, "copy_records/s")
+	b.ReportMetric(httpRate/copyRate, "http/copy")
+}
+
+// ingestHTTP starts ledgerd in this process on a fresh database, posts the bodies from several
+// clients, and returns the time from the first post to the last acknowledgement.
+func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) time.Duration {
+	b.Helper()
+	dbURL := dbtest.NewURL(b)
+	pool := connect(b, dbURL)
+	key, err := store.New(pool).CreateKey(context.Background(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, stop := runApp(b, dbURL)
+	defer stop()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: posters}}
+	defer client.CloseIdleConnections()
+	next := make(chan []byte, len(bodies))
+	for _, body := range bodies {
+		next <- body
+	}
+	close(next)
+	var acked sync.WaitGroup
+	var mu sync.Mutex
+	accepted := 0
+	start := time.Now()
+	for range posters {
+		acked.Add(1)
+		go func() {
+			defer acked.Done()
+			for body := range next {
+				for {
+					req, _ := http.NewRequest(http.MethodPost, base+"/v1/attempts", bytes.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+key)
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Errorf("post: %v", err)
+						return
+					}
+					var ir server.IngestResponse
+					derr := json.NewDecoder(resp.Body).Decode(&ir)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusServiceUnavailable {
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+					if resp.StatusCode != http.StatusOK || derr != nil {
+						b.Errorf("post: status %d: %v", resp.StatusCode, derr)
+						return
+					}
+					mu.Lock()
+					accepted += ir.Accepted
+					mu.Unlock()
+					break
+				}
+			}
+		}()
+	}
+	acked.Wait()
+	took := time.Since(start)
+	if accepted != records {
+		b.Fatalf("ledgerd accepted %d of %d records", accepted, records)
+	}
+	return took
+}
+
+// ingestCopy prepares rows equivalent to the writer's (series and price ids resolved, costs
+// computed, partitions created) in a fresh database outside the timing, then times one COPY of all
+// of them into attempts.
+func ingestCopy(b *testing.B, recs []schema.Attempt, price ingest.PriceFunc) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	pool := connect(b, dbtest.NewURL(b))
+	st := store.New(pool)
+	p, err := st.EnsureProject(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]store.SeriesKey, len(recs))
+	times := make([]time.Time, len(recs))
+	costs := make([]ingest.Costing, len(recs))
+	var versions []store.PriceVersion
+	for i := range recs {
+		a := &recs[i]
+		if a.Operation == "" {
+			a.Operation = schema.DefaultOperation
+		}
+		keys[i] = store.SeriesKey{ProjectID: p.ID, Tenant: a.Tenant, Service: a.Service, Operation: a.Operation,
+			Provider: a.Provider, Model: a.Model, FallbackFrom: a.FallbackFrom}
+		times[i] = a.StartedAt.UTC().Truncate(time.Microsecond)
+		costs[i] = price(a)
+		if costs[i].Priced {
+			versions = append(versions, costs[i].Version)
+		}
+	}
+	if err := st.EnsurePartitions(ctx, times...); err != nil {
+		b.Fatal(err)
+	}
+	series, err := st.SeriesIDs(ctx, keys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	priceIDs, err := st.PriceIDs(ctx, versions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := make([][]any, len(recs))
+	for i := range recs {
+		rows[i] = copyRow(p.ID, &recs[i], times[i], series[keys[i]], costs[i], priceIDs)
+	}
+	start := time.Now()
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{"attempts"}, copyColumns, pgx.CopyFromRows(rows))
+	took := time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if int(n) != len(recs) {
+		b.Fatalf("copied %d of %d rows", n, len(recs))
+	}
+	return took
+}
+
+// copyColumns are the attempts columns the writer fills.
+var copyColumns = []string{"project_id", "started_at", "series_id", "attempt_no", "latency_ms", "status",
+	"error_class", "fallback", "batch", "http_status", "retry_after_ms", "price_id", "input_tokens",
+	"output_tokens", "cache_write_tokens", "cache_write_1h_tokens", "cache_read_tokens", "reasoning_tokens",
+	"cost_nanos", "nocache_cost_nanos", "client_cost_nanos", "attempt_id", "request_id", "prompt_hash",
+	"provider_request_id", "metadata"}
+
+// copyRow is one attempts row as the writer would store it.
+func copyRow(project int64, a *schema.Attempt, at time.Time, series int64, c ingest.Costing, priceIDs map[string]int32) []any {
+	class := string(a.ErrorClass)
+	if class == "" {
+		class = string(schema.ErrorNone)
+	}
+	opt := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	var httpStatus, retryAfter, priceID, cost, nocache, clientCost, metadata any
+	if a.HTTPStatus != 0 {
+		httpStatus = int16(a.HTTPStatus)
+	}
+	if a.RetryAfterMS != 0 {
+		retryAfter = int32(a.RetryAfterMS)
+	}
+	if c.Priced {
+		priceID, cost, nocache = priceIDs[c.Version.Key], int64(c.Cost), int64(c.NoCache)
+	}
+	if a.CostUSD != nil {
+		clientCost = int64(*a.CostUSD)
+	}
+	if len(a.Metadata) > 0 {
+		raw, _ := json.Marshal(a.Metadata)
+		metadata = string(raw)
+	}
+	return []any{project, at, series, int32(a.AttemptNo), int32(a.LatencyMS), string(a.Status), class,
+		a.Fallback, a.Batch, httpStatus, retryAfter, priceID, a.InputTokens, a.OutputTokens,
+		a.CacheWriteTokens, a.CacheWrite1hTokens, a.CacheReadTokens, a.ReasoningTokens, cost, nocache,
+		clientCost, a.AttemptID, a.RequestID, opt(a.PromptHash), opt(a.ProviderRequestID), metadata}
+}
+
+// BenchmarkIngestSingle posts one record per request from 64 clients, as fast as ledgerd
+// acknowledges, to a ledgerd in this process (so -cpuprofile sees the server), and reports
+// committed records/s and the acknowledgement latency. scripts/ingest-load.sh measures the same
+// against the ledgerd binary.
+func BenchmarkIngestSingle(b *testing.B) {
+	const clients = 64
+	duration := 10 * time.Second
+	if s := os.Getenv("LEDGERD_BENCH_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatalf("LEDGERD_BENCH_DURATION=%q: %v", s, err)
+		}
+		duration = d
+	}
+	var s load.Summary
+	for b.Loop() {
+		b.StopTimer()
+		dbURL := dbtest.NewURL(b)
+		pool := connect(b, dbURL)
+		key, err := store.New(pool).CreateKey(context.Background(), "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		base, stop := runApp(b, dbURL)
+		b.StartTimer()
+		s, err = load.Run(context.Background(), load.Options{URL: base, Key: key, Batch: 1, Concurrency: clients,
+			Duration: duration, Source: load.Live(synth.New(synth.Options{Seed: 41}))})
+		b.StopTimer()
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Failed+s.Rejected > 0 {
+			b.Fatalf("%d records failed, %d rejected", s.Failed, s.Rejected)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(s.AckRate(), "records/s")
+	b.ReportMetric(float64(s.Ack.P50.Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(s.Ack.P99.Microseconds())/1000, "p99_ms")
+}
+
+// runApp starts ledgerd in this process on dbURL; stop shuts it down.
+func runApp(b *testing.B, dbURL string) (base string, stop func()) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, OnListen: func(a string) { addr <- a }})
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a, func() {
+			cancel()
+			if err := <-done; err != nil {
+				b.Errorf("ledgerd: %v", err)
+			}
+		}
+	case err := <-done:
+		cancel()
+		b.Fatalf("ledgerd: %v", err)
+	}
+	return "", nil
+}
