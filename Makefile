@@ -5,26 +5,31 @@ GO            ?= go
 DATABASE_URL  ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export DATABASE_URL
 
-.PHONY: all build run test deps vet fuzz bench generate check-generated
+.PHONY: all build run test deps fuzz bench demo drills load generate check-generated vendor-web
 
 all: build
 
+# deps installs the Debian packages the tests need (PostgreSQL server binaries, Chromium,
+# Prometheus, Alertmanager); it does nothing when they are present.
 deps:
 	bash scripts/install-deps.sh
 
 build:
 	$(GO) build -o bin/ledgerd ./cmd/ledgerd
 	$(GO) build -o bin/costcalc ./cmd/costcalc
+	$(GO) build -o bin/ledgerload ./cmd/ledgerload
 
-# run starts ledgerd on 127.0.0.1:8080 with its own PostgreSQL under ./.ledgerd (no DATABASE_URL
-# needed; set LEDGERD_DATABASE_URL to use a server of your own).
+# run starts ledgerd on 127.0.0.1:8080 with its own PostgreSQL under ./.ledgerd (set
+# LEDGERD_DATABASE_URL to use a server of your own instead).
 run: build
 	bash scripts/install-deps.sh postgresql
-	DATABASE_URL="$(LEDGERD_DATABASE_URL)" ./bin/ledgerd serve
+	DATABASE_URL="$(LEDGERD_DATABASE_URL)" ./bin/ledgerd serve $(RUN_ARGS)
 
+# test runs every test: unit, PostgreSQL, browser (headless Chromium), Prometheus and Alertmanager
+# end-to-end, the short reliability drills, and the freshness of generated files.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) check-generated
 
 # fuzz runs each fuzz target for FUZZTIME and keeps what it found under testdata/fuzz.
@@ -32,11 +37,34 @@ FUZZTIME ?= 30s
 fuzz:
 	bash scripts/fuzz.sh $(FUZZTIME)
 
+# bench: ingest against raw COPY in one run, 64 one-record clients against the binary, and the
+# analytics endpoints against GROUP BY over raw rows.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./ingest/
+	$(GO) test -run '^$$' -bench 'IngestVsCopy|IngestSingle' -benchtime 1x ./drills/
+	bash scripts/ingest-load.sh 30s 64 1
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./analytics/
+
+# demo: ledgerd on its own embedded database (.ledgerd-demo) with 30 days of synthetic history,
+# on 127.0.0.1:8080 until Ctrl-C.
+demo:
+	bash scripts/install-deps.sh postgresql
+	bash scripts/demo.sh
+
+# drills: the long reliability drills (about 6 minutes); make test runs the short ones.
+drills:
+	LEDGERD_DRILLS=long $(GO) test -count=1 -v -timeout 60m -run '^Test' ./drills/
+
+# load: synthetic traffic to a running ledgerd, e.g.
+#   make load LEDGERD_KEY=ldg_... LOAD_ARGS="--rate 2000 --duration 5m"
+load:
+	$(GO) run ./cmd/ledgerload --key "$(LEDGERD_KEY)" $(LOAD_ARGS)
 
 generate:
 	$(GO) tool templ generate
+	$(GO) generate ./grafana/
 
 check-generated: generate
-	@git diff --exit-code -- '*_templ.go' || (echo "generated files are stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- '*_templ.go' grafana/dashboards || (echo "generated files are stale: run make generate and commit" && exit 1)
+
+vendor-web:
+	bash scripts/vendor-web.sh
