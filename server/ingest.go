@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -60,6 +62,9 @@ func (s *Server) ingest(c echo.Context) error {
 		}
 		if errors.Is(err, schema.ErrBody) {
 			return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+		}
+		if timedOut(err) {
+			return s.bodyTimedOut()
 		}
 		return echo.NewHTTPError(http.StatusBadRequest, "read body: "+err.Error())
 	}
@@ -164,6 +169,9 @@ func (s *Server) ReadBody(c echo.Context) ([]byte, error) {
 		if tooLarge(err) {
 			return nil, s.bodyTooLarge()
 		}
+		if timedOut(err) {
+			return nil, s.bodyTimedOut()
+		}
 		return nil, echo.NewHTTPError(http.StatusBadRequest, "read body: "+err.Error())
 	}
 	return b, nil
@@ -175,13 +183,28 @@ func tooLarge(err error) bool {
 	return errors.As(err, &tooBig) || errors.Is(err, errInflatedTooLarge)
 }
 
+// timedOut tells whether reading a body failed on its deadline.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (s *Server) bodyTimedOut() error {
+	return echo.NewHTTPError(http.StatusRequestTimeout, fmt.Sprintf("body not received within %s", s.opt.BodyTimeout))
+}
+
 func (s *Server) bodyTooLarge() error {
 	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.opt.MaxBodyBytes))
 }
 
-// body returns the request body, limited before and after gzip.
+// body returns the request body, limited before and after gzip, and bounds the time left to read
+// it (BodyTimeout): a client trickling its body must not hold an in-flight slot for the server's
+// whole read timeout.
 func (s *Server) body(c echo.Context) (io.ReadCloser, error) {
 	r := c.Request()
+	if err := http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.opt.BodyTimeout)); err != nil {
+		s.opt.Logger.Debug("set body read deadline", "err", err)
+	}
 	if r.ContentLength > s.opt.MaxBodyBytes {
 		return nil, s.bodyTooLarge()
 	}

@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,12 +39,17 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, maxBody int64) *fixture {
+	return newFixtureWith(t, server.Options{MaxBodyBytes: maxBody})
+}
+
+func newFixtureWith(t *testing.T, opt server.Options) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st := store.New(dbtest.New(t))
 	reg := prometheus.NewRegistry()
 	w := ingest.NewWriter(st, func(*schema.Attempt) ingest.Costing { return ingest.Costing{} }, ingest.Options{Registerer: reg})
-	s := server.New(server.Options{Store: st, Writer: w, Registry: reg, Now: func() time.Time { return now }, MaxBodyBytes: maxBody})
+	opt.Store, opt.Writer, opt.Registry, opt.Now = st, w, reg, func() time.Time { return now }
+	s := server.New(opt)
 	hs := httptest.NewServer(s.Echo)
 	t.Cleanup(func() { hs.Close(); _ = w.Close(context.Background()) })
 	keyA, err := st.CreateKey(ctx, "a")
@@ -176,5 +183,30 @@ func TestSchemaEndpoint(t *testing.T) {
 	var doc map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != 200 || doc["title"] == nil {
 		t.Fatalf("status %d, %v, %v", resp.StatusCode, err, doc["title"])
+	}
+}
+
+// TestSlowBody checks that a client trickling its body is answered 408 once BodyTimeout passes,
+// instead of holding an in-flight slot for the server's whole read timeout.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, server.Options{BodyTimeout: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/attempts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[{", f.keyA)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(status, "408") {
+		t.Fatalf("status line %q, want 408", status)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("answered after %v", d)
 	}
 }

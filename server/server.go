@@ -35,6 +35,9 @@ type Options struct {
 	SubmitTimeout time.Duration
 	// MaxInFlight bounds concurrent ingest requests; more are answered 503 at once (256).
 	MaxInFlight int
+	// BodyTimeout bounds the time to receive an ingest body once the request is admitted (15 s);
+	// a slower client is answered 408.
+	BodyTimeout time.Duration
 }
 
 // Server holds the echo instance and the groups other packages add routes to.
@@ -62,6 +65,9 @@ func New(opt Options) *Server {
 	}
 	if opt.SubmitTimeout <= 0 {
 		opt.SubmitTimeout = 10 * time.Second
+	}
+	if opt.BodyTimeout <= 0 {
+		opt.BodyTimeout = 15 * time.Second
 	}
 	if opt.MaxInFlight <= 0 {
 		opt.MaxInFlight = 256
