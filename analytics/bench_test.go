@@ -1,0 +1,144 @@
+package analytics_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ledgerd/ledgerd/server"
+)
+
+var (
+	benchRecords = flag.Int("records", 200_000, "synthetic attempts BenchmarkEndpoints loads")
+	rawSamples   = flag.Int("raw-samples", 5, "timed runs of each raw GROUP BY in BenchmarkEndpoints")
+)
+
+// BenchmarkEndpoints loads -records synthetic attempts (30 days, three projects, New York time)
+// into a database of its own, then times each endpoint over HTTP, answered from the rollups, and
+// the same answer computed by GROUP BY over the raw attempts, for the busiest project. It reports
+// the p95 of each (rollup-p95-ms over every b.Loop run, raw-p95-ms over -raw-samples runs) and their
+// ratio (speedup-x). Run it with:
+//
+//	go test -run '^$' -bench Endpoints -timeout 3h ./analytics/ -args -records=10000000
+func BenchmarkEndpoints(b *testing.B) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 4, 15, 30, 0, 0, mustZone(b, "America/New_York"))
+	loaded := time.Now()
+	l := loadSynth(b, *benchRecords, now)
+	b.Logf("loaded %d records (copy and rebuild) in %v", *benchRecords, time.Since(loaded).Round(time.Second))
+	if _, err := l.st.Pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	name, err := projectName(ctx, l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := l.st.CreateKey(ctx, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := server.New(server.Options{Store: l.st, Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
+	l.svc.Routes(srv.API)
+	hs := httptest.NewServer(srv.Echo)
+	b.Cleanup(hs.Close)
+
+	week := now.AddDate(0, 0, -6)
+	weekFrom := time.Date(week.Year(), week.Month(), week.Day(), 0, 0, 0, 0, l.tz)
+	to := time.Date(2026, 11, 5, 0, 0, 0, 0, l.tz) // the end of today: the default range's end
+	monthFrom := now.AddDate(0, 0, -30).Truncate(time.Hour)
+	november := time.Date(2026, 11, 1, 0, 0, 0, 0, l.tz)
+	endpoints := []struct {
+		name string
+		path string
+		raw  func() error
+	}{
+		// The default question: the last 7 days by model.
+		{"summary", "/v1/summary?group_by=model", func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, weekFrom, to, l.tz, "model")
+			return err
+		}},
+		// A month's chart: cost per day and model.
+		{"summary-month-by-day", "/v1/summary?group_by=day,model&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,model")
+			return err
+		}},
+		// This month's projection (the basis days reach into October).
+		{"projection", "/v1/projection", func() error {
+			_, _, err := rawProjection(ctx, l.st.Pool, l.project, november.AddDate(0, 0, -7), november.AddDate(0, 1, 0), l.tz)
+			return err
+		}},
+		// The last 7 days of cache use.
+		{"cache", "/v1/cache", func() error {
+			_, err := rawCache(ctx, l.st.Pool, l.project, weekFrom, to)
+			return err
+		}},
+	}
+	for _, e := range endpoints {
+		b.Run(e.name, func(b *testing.B) {
+			var rollup []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if err := fetch(hs.URL+e.path, key); err != nil {
+					b.Fatal(err)
+				}
+				rollup = append(rollup, time.Since(start))
+			}
+			var raw []time.Duration
+			for range *rawSamples {
+				start := time.Now()
+				if err := e.raw(); err != nil {
+					b.Fatal(err)
+				}
+				raw = append(raw, time.Since(start))
+			}
+			r, w := p95(rollup), p95(raw)
+			b.ReportMetric(ms(r), "rollup-p95-ms")
+			b.ReportMetric(ms(w), "raw-p95-ms")
+			b.ReportMetric(float64(w)/float64(r), "speedup-x")
+		})
+	}
+}
+
+func projectName(ctx context.Context, l synthLedger) (string, error) {
+	var name string
+	err := l.st.Pool.QueryRow(ctx, `SELECT name FROM projects WHERE id = $1`, l.project).Scan(&name)
+	return name, err
+}
+
+func fetch(url, key string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return nil
+}
+
+// p95 is the nearest-rank 95th percentile.
+func p95(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)*95+99)/100-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,260 @@
+package analytics
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ledgerd/ledgerd/money"
+)
+
+// DefaultMinCalls is the default number of cache-writing calls without a single read that marks a
+// cache as broken, and the fewest calls a prompt_hash needs to be listed on its own.
+const DefaultMinCalls = 10
+
+// CacheRow is the prompt-cache record of one (service, operation, provider, model) — the aggregate
+// row, PromptHash nil — or of one prompt_hash of it. A fallback model's calls form rows of their
+// own (Fallback true).
+//
+// Calls counts attempts: every attempt of the model on the aggregate row, the attempts naming the
+// hash on a hash row. Hit ratio is read / (input + written + read) tokens; savings_usd is
+// nocache_cost_usd - cost_usd over priced attempts (negative: caching cost money); the amounts
+// are nil when every call was unpriced. Broken means cache_write_calls reached the minimum and
+// nothing was ever read back; Explanation then says what that usually means.
+type CacheRow struct {
+	Service          string       `json:"service"`
+	Operation        string       `json:"operation"`
+	Provider         string       `json:"provider"`
+	Model            string       `json:"model"`
+	Fallback         bool         `json:"fallback"`
+	PromptHash       *string      `json:"prompt_hash"`
+	PromptHashes     int64        `json:"prompt_hashes"`
+	Calls            int64        `json:"calls"`
+	CacheWriteCalls  int64        `json:"cache_write_calls"`
+	CacheReadCalls   int64        `json:"cache_read_calls"`
+	InputTokens      int64        `json:"input_tokens"`
+	CacheWriteTokens int64        `json:"cache_write_tokens"`
+	CacheReadTokens  int64        `json:"cache_read_tokens"`
+	HitRatio         *float64     `json:"hit_ratio"`
+	CostUSD          *money.Nanos `json:"cost_usd"`
+	NoCacheCostUSD   *money.Nanos `json:"nocache_cost_usd"`
+	SavingsUSD       *money.Nanos `json:"savings_usd"`
+	UnpricedCalls    int64        `json:"unpriced_calls"`
+	Broken           bool         `json:"broken"`
+	Explanation      string       `json:"explanation,omitempty"`
+}
+
+// cacheModelSQL is the cache use per (service, operation, provider, model, fallback) from the
+// main rollups (whole days from rollup_daily), for models that wrote or read the cache at all.
+var cacheModelSQL = `SELECT s.service, s.operation, s.provider, s.model, r.fallback,
+		sum8(r.attempts), sum8(r.cache_write_calls), sum8(r.cache_read_calls),
+		sum8(r.input_tokens), sum8(r.cache_write_tokens), sum8(r.cache_read_tokens),
+		sum8(r.cost_nanos), sum8(r.nocache_cost_nanos), sum8(r.unpriced_attempts)
+	FROM (` + fmt.Sprintf(sourceSQL, "attempts, cache_write_calls, cache_read_calls, input_tokens, "+
+	"cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts", "") + `) r
+	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
+	WHERE ` + seriesFilter(9) + `
+	GROUP BY 1, 2, 3, 4, 5
+	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
+
+// cacheHashSQL reads rollup_cache_hourly over [$2, $3): the prompt hashes with at least $9 calls,
+// and (prompt_hash NULL) the number of distinct hashes each model saw. The rollup rows are added
+// up on a small integer standing for their (service, operation, provider, model), so the heavy
+// grouping never compares names. A prompt_hash that changes on every call makes one rollup row
+// per call, tens of thousands a week: they are grouped in a hash table (hashSettingsSQL gives it
+// the memory), several times faster than sorting them.
+var cacheHashSQL = `WITH m AS (
+		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
+			s.service, s.operation, s.provider, s.model
+		FROM series s WHERE s.project_id = $1 AND ` + seriesFilter(4) + `
+	), h AS MATERIALIZED (
+		SELECT m.model_id, c.fallback, c.prompt_hash, sum8(c.calls) AS calls,
+			sum8(c.cache_write_calls) AS cache_write_calls, sum8(c.cache_read_calls) AS cache_read_calls,
+			sum8(c.input_tokens) AS input_tokens, sum8(c.cache_write_tokens) AS cache_write_tokens,
+			sum8(c.cache_read_tokens) AS cache_read_tokens, sum8(c.cost_nanos) AS cost_nanos,
+			sum8(c.nocache_cost_nanos) AS nocache_cost_nanos, sum8(c.unpriced_attempts) AS unpriced_attempts
+		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
+		WHERE c.project_id = $1 AND c.bucket >= $2 AND c.bucket < $3 AND c.prompt_hash <> ''
+		GROUP BY 1, 2, 3
+	), o AS (
+		SELECT model_id, fallback, prompt_hash, 0::int8 AS hashes, calls, cache_write_calls, cache_read_calls,
+			input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts
+		FROM h WHERE calls >= $9
+		UNION ALL
+		SELECT model_id, fallback, NULL, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM h GROUP BY 1, 2
+	)
+	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.calls,
+		o.cache_write_calls, o.cache_read_calls, o.input_tokens, o.cache_write_tokens, o.cache_read_tokens,
+		o.cost_nanos, o.nocache_cost_nanos, o.unpriced_attempts
+	FROM o JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)`
+
+type cacheKey struct {
+	service, operation, provider, model string
+	fallback                            bool
+}
+
+// Cache reports prompt-cache use and what it saved or cost over f's range, broken caches first:
+// one aggregate row per model that used the cache and one row per prompt_hash with at least
+// minCalls calls (DefaultMinCalls when minCalls < 1). A cache is broken when it has at least
+// minCalls cache-writing calls and no read. The aggregate row catches a broken cache whose
+// prompt_hash changes on every call (a timestamp in the prompt), which no hash row can show.
+func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow, error) {
+	if minCalls < 1 {
+		minCalls = DefaultMinCalls
+	}
+	from, to, err := s.window(f.From, f.To, true)
+	if err != nil {
+		return nil, err
+	}
+	// Both levels are read at once, on two connections.
+	var models, hashes []cacheScan
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) {
+		models, err = s.scanCache(ectx, readSettingsSQL, cacheModelSQL, s.args(f, s.split(from, to, false)), false)
+		if err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+		return nil
+	})
+	eg.Go(func() (err error) {
+		hashes, err = s.scanCache(ectx, hashSettingsSQL, cacheHashSQL, []any{f.ProjectID, from, to,
+			f.Service, f.Model, f.Tenant, f.Operation, f.Provider, minCalls}, true)
+		if err != nil {
+			return fmt.Errorf("cache prompts: %w", err)
+		}
+		return nil
+	})
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+
+	out := make([]CacheRow, 0, len(models)+len(hashes))
+	byModel := map[cacheKey]int{}
+	for _, m := range models {
+		byModel[m.key] = len(out)
+		out = append(out, m.row())
+	}
+	for _, h := range hashes {
+		if h.hash != nil {
+			out = append(out, h.row())
+		} else if i, ok := byModel[h.key]; ok {
+			out[i].PromptHashes = h.hashes
+		}
+	}
+	for i := range out {
+		r := &out[i]
+		r.Broken = r.CacheWriteCalls >= int64(minCalls) && r.CacheReadCalls == 0
+		if r.Broken {
+			r.Explanation = explain(r)
+		}
+	}
+	slices.SortFunc(out, compareCacheRows)
+	return out, nil
+}
+
+// cacheScan is one row of cacheModelSQL or cacheHashSQL.
+type cacheScan struct {
+	key    cacheKey
+	hash   *string
+	hashes int64
+	n      [9]int64 // calls, write calls, read calls, input, written, read, cost, nocache, unpriced
+}
+
+func (s *Service) scanCache(ctx context.Context, settings, sql string, args []any, withHash bool) ([]cacheScan, error) {
+	var (
+		out []cacheScan
+		c   cacheScan
+	)
+	dst := []any{&c.key.service, &c.key.operation, &c.key.provider, &c.key.model, &c.key.fallback}
+	if withHash {
+		dst = append(dst, &c.hash, &c.hashes)
+	}
+	for i := range c.n {
+		dst = append(dst, &c.n[i])
+	}
+	err := s.read(ctx, settings, sql, args, dst, func() error {
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+func (c *cacheScan) row() CacheRow {
+	n := &c.n
+	r := CacheRow{Service: c.key.service, Operation: c.key.operation, Provider: c.key.provider, Model: c.key.model,
+		Fallback: c.key.fallback, PromptHash: c.hash, Calls: n[0], CacheWriteCalls: n[1], CacheReadCalls: n[2],
+		InputTokens: n[3], CacheWriteTokens: n[4], CacheReadTokens: n[5], UnpricedCalls: n[8]}
+	if c.hash != nil {
+		r.PromptHashes = 1
+	}
+	r.HitRatio = ratio(n[5], n[3]+n[4]+n[5])
+	r.CostUSD = amount(money.Nanos(n[6]), n[0], n[8])
+	r.NoCacheCostUSD = amount(money.Nanos(n[7]), n[0], n[8])
+	r.SavingsUSD = amount(money.Nanos(n[7]-n[6]), n[0], n[8])
+	return r
+}
+
+// explain says what a broken cache row means and what it cost.
+func explain(r *CacheRow) string {
+	var b strings.Builder
+	switch {
+	case r.PromptHash != nil:
+		fmt.Fprintf(&b, "prompt_hash %s was written to the cache by %d calls and never read back: the provider sees a different prefix every time, so something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, outside what the hash covers, or calls come further apart than the cache lifetime.",
+			*r.PromptHash, r.CacheWriteCalls)
+	case r.PromptHashes*10 >= r.Calls*9:
+		fmt.Fprintf(&b, "%d calls wrote %d tokens to the cache and none was read back, and the calls carried %d different prompt_hash values: something that changes on every call (a timestamp, a request id, a user name) sits before the cached part of the prompt. Move it after the cache breakpoint.",
+			r.CacheWriteCalls, r.CacheWriteTokens, r.PromptHashes)
+	default:
+		fmt.Fprintf(&b, "%d calls wrote %d tokens to the cache and none was read back: something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, or calls come further apart than the cache lifetime.",
+			r.CacheWriteCalls, r.CacheWriteTokens)
+	}
+	if r.SavingsUSD != nil && *r.SavingsUSD < 0 {
+		fmt.Fprintf(&b, " Caching cost $%s more than not caching.", (-*r.SavingsUSD).Round(4))
+	}
+	return b.String()
+}
+
+// compareCacheRows puts broken rows first, then the largest losses, then the busiest rows.
+func compareCacheRows(a, b CacheRow) int {
+	if a.Broken != b.Broken {
+		if a.Broken {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(savingsOrder(a), savingsOrder(b)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Calls, a.Calls); c != 0 {
+		return c
+	}
+	return cmp.Or(strings.Compare(a.Service, b.Service), strings.Compare(a.Operation, b.Operation),
+		strings.Compare(a.Provider, b.Provider), strings.Compare(a.Model, b.Model),
+		cmp.Compare(boolInt(a.Fallback), boolInt(b.Fallback)), strings.Compare(hashOrder(a), hashOrder(b)))
+}
+
+func savingsOrder(r CacheRow) int64 {
+	if r.SavingsUSD == nil {
+		return 1 << 62
+	}
+	return int64(*r.SavingsUSD)
+}
+
+// hashOrder puts the aggregate row (no hash) before the rows of its hashes, which are never "".
+func hashOrder(r CacheRow) string {
+	if r.PromptHash == nil {
+		return ""
+	}
+	return *r.PromptHash
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

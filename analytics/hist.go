@@ -1,0 +1,67 @@
+package analytics
+
+import "math"
+
+// histogram is a merged latency histogram: counts[i] is the number of attempts in bucket lo+i,
+// where bucket b spans (2^((b-1)/16), 2^(b/16)] ms and bucket 0 holds 1 ms or less (Prometheus
+// native-histogram schema 4, as latency_bucket in the schema counts them).
+type histogram struct {
+	lo     int
+	counts []int64
+}
+
+// add merges the counts of a rollup's histogram whose first bucket is lo.
+func (h *histogram) add(lo int, counts []int64) {
+	if len(counts) == 0 {
+		return
+	}
+	if len(h.counts) == 0 {
+		h.lo, h.counts = lo, append([]int64(nil), counts...)
+		return
+	}
+	if lo < h.lo {
+		grown := make([]int64, h.lo-lo+len(h.counts))
+		copy(grown[h.lo-lo:], h.counts)
+		h.lo, h.counts = lo, grown
+	}
+	if end := lo + len(counts) - h.lo; end > len(h.counts) {
+		h.counts = append(h.counts, make([]int64, end-len(h.counts))...)
+	}
+	for i, c := range counts {
+		h.counts[lo-h.lo+i] += c
+	}
+}
+
+func (h *histogram) merge(o *histogram) { h.add(o.lo, o.counts) }
+
+func (h *histogram) total() int64 {
+	var n int64
+	for _, c := range h.counts {
+		n += c
+	}
+	return n
+}
+
+// quantile returns the latency at per-mille q (500 for the median): the geometric midpoint of the
+// bucket holding the observation of nearest rank ceil(q·n/1000), within 2^(1/32)-1 < 2.2% of any
+// latency in that bucket. Bucket 0 (1 ms or less) reports 1. The histogram must not be empty.
+func (h *histogram) quantile(q int64) float64 {
+	n := h.total()
+	rank := max(1, (q*n+999)/1000)
+	var cum int64
+	for i, c := range h.counts {
+		cum += c
+		if cum >= rank {
+			return bucketValue(h.lo + i)
+		}
+	}
+	return bucketValue(h.lo + len(h.counts) - 1)
+}
+
+// bucketValue is the geometric midpoint of bucket b in ms.
+func bucketValue(b int) float64 {
+	if b <= 0 {
+		return 1
+	}
+	return math.Exp2((float64(b) - 0.5) / 16)
+}

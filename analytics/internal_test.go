@@ -1,0 +1,120 @@
+package analytics
+
+import (
+	"errors"
+	"math"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// TestDayStart checks the first instant of every local day of 2025 to 2027 in zones with awkward
+// clocks: the instant falls on that day and the instant before it on the day before, as
+// PostgreSQL's (t AT TIME ZONE tz)::date counts days.
+func TestDayStart(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{
+		"UTC",
+		"America/New_York",    // DST changes at 02:00
+		"Asia/Kolkata",        // +05:30: days begin at 18:30 UTC
+		"Australia/Lord_Howe", // DST shifts by 30 minutes
+		"America/Havana",      // DST begins at midnight: 00:00 does not exist
+		"America/Santiago",    // DST ends at midnight: 23:00 happens twice
+		"Asia/Beirut",         // DST begins at midnight
+	} {
+		tz, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := (date{2025, 1, 1}); d.before(date{2028, 1, 1}); d = d.addDays(1) {
+			s := d.start(tz)
+			if got := dateOf(s, tz); got != d {
+				t.Errorf("%s: start of %s is %v, on %s", name, d, s, got)
+			}
+			if got := dateOf(s.Add(-time.Nanosecond), tz); got != d.addDays(-1) {
+				t.Errorf("%s: the instant before the start of %s (%v) is on %s", name, d, s, got)
+			}
+		}
+	}
+}
+
+// TestHistogram checks merging histograms with different first buckets and the nearest-rank
+// percentiles they give.
+func TestHistogram(t *testing.T) {
+	t.Parallel()
+	var h histogram
+	h.add(160, []int64{1, 0, 2}) // bucket 160 ×1, 162 ×2
+	h.add(150, []int64{3})       // bucket 150 ×3, before the first
+	h.add(170, []int64{0, 0, 4}) // bucket 172 ×4, after the last
+	h.add(161, []int64{})        // nothing
+	h.add(159, []int64{1, 1, 1}) // buckets 159, 160, 161 overlapping
+	// Sorted: ranks 1-3 in bucket 150, 4 in 159, 5-6 in 160, 7 in 161, 8-9 in 162, 10-13 in 172.
+	cases := []struct {
+		q    int64 // per mille
+		want int   // bucket
+	}{
+		{1, 150},    // rank 1
+		{230, 150},  // rank ceil(2.99) = 3
+		{250, 159},  // rank ceil(3.25) = 4
+		{500, 161},  // rank ceil(6.5) = 7
+		{950, 172},  // rank ceil(12.35) = 13
+		{1000, 172}, // the last
+	}
+	if h.total() != 13 || h.lo != 150 || len(h.counts) != 23 {
+		t.Fatalf("merged histogram lo %d len %d total %d", h.lo, len(h.counts), h.total())
+	}
+	for _, c := range cases {
+		if got, want := h.quantile(c.q), math.Exp2((float64(c.want)-0.5)/16); got != want {
+			t.Errorf("quantile %d‰ = %v, want bucket %d (%v)", c.q, got, c.want, want)
+		}
+	}
+	if bucketValue(0) != 1 {
+		t.Errorf("bucket 0 reports %v, want 1", bucketValue(0))
+	}
+}
+
+// FuzzQuery feeds arbitrary query strings to the parameter decoders of every endpoint: they never
+// panic, and every refusal is a ParamError naming a parameter.
+func FuzzQuery(f *testing.F) {
+	for _, s := range []string{
+		"from=2026-10-05&to=2026-10-06&group_by=day,model",
+		"from=2026-10-05T10:00:00Z&to=2026-10-05T12:30:00%2B02:00&service=chat",
+		"group_by=hour&from=2026-10-01",
+		"month=2026-10&service=x",
+		"min_calls=25&model=gpt-4o",
+		"group_by=,,&min_calls=-1&month=9999-99",
+	} {
+		f.Add(s)
+	}
+	tz := time.FixedZone("test", 5*3600+1800)
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		all := append(append([]string{"month"}, summaryParams...), "min_calls")
+		p, err := queryParams(q, all)
+		checkParamError(t, err)
+		if err != nil {
+			return
+		}
+		_, err = parseFilter(p, tz)
+		checkParamError(t, err)
+		_, err = parseGroupBy(p["group_by"])
+		checkParamError(t, err)
+		_, err = parseMinCalls(p["min_calls"])
+		checkParamError(t, err)
+		if v, ok := p["month"]; ok {
+			_, err = parseMonth(v)
+			checkParamError(t, err)
+		}
+	})
+}
+
+func checkParamError(t *testing.T, err error) {
+	t.Helper()
+	var pe *ParamError
+	if err != nil && (!errors.As(err, &pe) || pe.Param == "" || pe.Reason == "") {
+		t.Fatalf("error %v is not a ParamError naming a parameter", err)
+	}
+}

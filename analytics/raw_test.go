@@ -1,0 +1,147 @@
+package analytics_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The same questions answered by GROUP BY over the raw attempts, the way one would without
+// rollups: the reference the rollup answers are checked against, and the baseline the benchmark
+// measures them against.
+
+// rawGroup is what the raw table says about one group.
+type rawGroup struct {
+	attempts, requests, ok, errors, unpriced int64
+	cost, wasted, nocache                    int64
+	input, cacheRead                         int64
+	p50, p95, p99                            *float64 // nearest rank (percentile_disc) of succeeded attempts
+}
+
+// rawSummarySQL groups a project's attempts of [$2, $3) by %[1]s (a key expression over attempts
+// a and series s; $4 is the timezone).
+const rawSummarySQL = `SELECT %[1]s AS key, count(*), count(*) FILTER (WHERE a.attempt_no = 1),
+		count(*) FILTER (WHERE a.status = 'ok'), count(*) FILTER (WHERE a.status = 'error'),
+		count(*) FILTER (WHERE a.cost_nanos IS NULL), coalesce(sum(a.cost_nanos), 0)::int8,
+		coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8,
+		coalesce(sum(a.nocache_cost_nanos), 0)::int8, sum(a.input_tokens)::int8, sum(a.cache_read_tokens)::int8,
+		percentile_disc(0.5) WITHIN GROUP (ORDER BY a.latency_ms) FILTER (WHERE a.status = 'ok'),
+		percentile_disc(0.95) WITHIN GROUP (ORDER BY a.latency_ms) FILTER (WHERE a.status = 'ok'),
+		percentile_disc(0.99) WITHIN GROUP (ORDER BY a.latency_ms) FILTER (WHERE a.status = 'ok')
+	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+	WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3 AND $4::text IS NOT NULL
+	GROUP BY 1`
+
+// rawKeys are the raw key expressions of the groupings the tests compare, rendered as the rollup
+// keys are rendered by groupKey.
+var rawKeys = map[string]string{
+	"":          `''`,
+	"model":     `s.model || '|' || a.fallback || '|' || s.fallback_from`,
+	"day":       `((a.started_at AT TIME ZONE $4)::date)::text`,
+	"day,model": `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.model || '|' || a.fallback || '|' || s.fallback_from`,
+	"service":   `s.service`,
+}
+
+func rawSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location, groupBy string) (map[string]rawGroup, error) {
+	rows, err := pool.Query(ctx, fmt.Sprintf(rawSummarySQL, rawKeys[groupBy]), project, from, to, tz.String())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]rawGroup{}
+	var (
+		k    string
+		g    rawGroup
+		p    [3]*int32
+		ptrs = []any{&k, &g.attempts, &g.requests, &g.ok, &g.errors, &g.unpriced, &g.cost, &g.wasted,
+			&g.nocache, &g.input, &g.cacheRead, &p[0], &p[1], &p[2]}
+	)
+	_, err = pgx.ForEachRow(rows, ptrs, func() error {
+		for i, v := range p {
+			var f *float64
+			if v != nil {
+				x := float64(*v)
+				f = &x
+			}
+			*[]**float64{&g.p50, &g.p95, &g.p99}[i] = f
+		}
+		out[k] = g
+		return nil
+	})
+	return out, err
+}
+
+// rawDailyCostSQL is the cost per local day of a month, and the first day with any attempt: what
+// a projection needs.
+const (
+	rawDailyCostSQL = `SELECT (started_at AT TIME ZONE $4)::date, coalesce(sum(cost_nanos), 0)::int8
+		FROM attempts WHERE project_id = $1 AND started_at >= $2 AND started_at < $3 GROUP BY 1`
+	rawFirstDaySQL = `SELECT min((started_at AT TIME ZONE $2)::date) FROM attempts WHERE project_id = $1`
+)
+
+func rawProjection(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location) (map[time.Time]int64, *time.Time, error) {
+	rows, err := pool.Query(ctx, rawDailyCostSQL, project, from, to, tz.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[time.Time]int64{}
+	var (
+		d    time.Time
+		cost int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&d, &cost}, func() error { out[d] = cost; return nil }); err != nil {
+		return nil, nil, err
+	}
+	var first *time.Time
+	if err := pool.QueryRow(ctx, rawFirstDaySQL, project, tz.String()).Scan(&first); err != nil {
+		return nil, nil, err
+	}
+	return out, first, nil
+}
+
+// rawCacheSQL is the cache use per model and per prompt hash over [$2, $3).
+const rawCacheSQL = `SELECT s.service, s.operation, s.provider, s.model, a.fallback, a.prompt_hash,
+		GROUPING(a.prompt_hash) = 1, count(*), count(*) FILTER (WHERE a.cache_write_tokens > 0), count(*) FILTER (WHERE a.cache_read_tokens > 0),
+		sum(a.cache_write_tokens)::int8, sum(a.cache_read_tokens)::int8, coalesce(sum(a.cost_nanos), 0)::int8,
+		coalesce(sum(a.nocache_cost_nanos), 0)::int8
+	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+	WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3
+	GROUP BY GROUPING SETS ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6))`
+
+// rawCacheRow is one row of rawCacheSQL, keyed like the rollup's cache rows.
+type rawCacheRow struct {
+	calls, writeCalls, readCalls, written, read, cost, nocache int64
+}
+
+func rawCache(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time) (map[string]rawCacheRow, error) {
+	rows, err := pool.Query(ctx, rawCacheSQL, project, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]rawCacheRow{}
+	var (
+		svc, op, prov, model string
+		fallback, modelRow   bool
+		hash                 *string
+		r                    rawCacheRow
+	)
+	_, err = pgx.ForEachRow(rows, []any{&svc, &op, &prov, &model, &fallback, &hash, &modelRow, &r.calls, &r.writeCalls,
+		&r.readCalls, &r.written, &r.read, &r.cost, &r.nocache}, func() error {
+		if hash == nil && !modelRow {
+			return nil // attempts naming no hash, below their model
+		}
+		h := "*"
+		if hash != nil {
+			h = *hash
+		}
+		out[cacheKey(svc, op, prov, model, fallback, h)] = r
+		return nil
+	})
+	return out, err
+}
+
+func cacheKey(svc, op, prov, model string, fallback bool, hash string) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%v|%s", svc, op, prov, model, fallback, hash)
+}

@@ -1,0 +1,629 @@
+package analytics
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ledgerd/ledgerd/money"
+	"github.com/ledgerd/ledgerd/schema"
+)
+
+// The dimensions Summary groups by. Day is the local day in the Service's timezone, hour the UTC
+// hour; at most one of the two.
+const (
+	ByModel     = "model"
+	ByService   = "service"
+	ByOperation = "operation"
+	ByTenant    = "tenant"
+	ByProvider  = "provider"
+	ByDay       = "day"
+	ByHour      = "hour"
+)
+
+// dimSQL is the whitelist of group-by columns: each dimension's expression over the rollup rows r
+// and their series s. No other text from a request reaches a statement.
+var dimSQL = map[string]string{
+	ByModel: "s.model", ByService: "s.service", ByOperation: "s.operation", ByTenant: "s.tenant",
+	ByProvider: "s.provider", ByDay: "r.day", ByHour: "r.hour",
+}
+
+// MaxHourRange is the longest range a summary grouped by hour may span.
+const MaxHourRange = 31 * 24 * time.Hour
+
+// Summary is the answer to "what did these attempts cost and how reliable were they", in total and
+// per group. From and To are the effective range, rounded outward to whole hours.
+type Summary struct {
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Timezone string    `json:"timezone"`
+	GroupBy  []string  `json:"group_by"`
+	Total    Stats     `json:"total"`
+	Groups   []Group   `json:"groups"`
+}
+
+// Group is the statistics of one group of a Summary.
+type Group struct {
+	Key Key `json:"key"`
+	Stats
+}
+
+// Key identifies a group by the dimensions the summary was grouped by; the others are nil. When
+// grouping by model or provider, Fallback is always set and FallbackFrom is set on fallback groups
+// (it may be "" when the clients did not say which model the fallback stood in for).
+type Key struct {
+	Day          string     `json:"day,omitempty"`
+	Hour         *time.Time `json:"hour,omitempty"`
+	Service      *string    `json:"service,omitempty"`
+	Operation    *string    `json:"operation,omitempty"`
+	Tenant       *string    `json:"tenant,omitempty"`
+	Provider     *string    `json:"provider,omitempty"`
+	Model        *string    `json:"model,omitempty"`
+	Fallback     *bool      `json:"fallback,omitempty"`
+	FallbackFrom *string    `json:"fallback_from,omitempty"`
+}
+
+// Stats are the figures of a group of attempts; the package documentation defines each. Ratios and
+// amounts that have no meaning for the group (no attempts, everything unpriced) are nil.
+type Stats struct {
+	Attempts             int64            `json:"attempts"`
+	Requests             int64            `json:"requests"`
+	AttemptsPerCall      *float64         `json:"attempts_per_call"`
+	Succeeded            int64            `json:"succeeded"`
+	CostUSD              *money.Nanos     `json:"cost_usd"`
+	UnpricedAttempts     int64            `json:"unpriced_attempts"`
+	InputTokens          int64            `json:"input_tokens"`
+	OutputTokens         int64            `json:"output_tokens"`
+	CacheWriteTokens     int64            `json:"cache_write_tokens"`
+	CacheWrite1hTokens   int64            `json:"cache_write_1h_tokens"`
+	CacheReadTokens      int64            `json:"cache_read_tokens"`
+	ReasoningTokens      int64            `json:"reasoning_tokens"`
+	CacheHitRatio        *float64         `json:"cache_hit_ratio"`
+	CacheSavingsUSD      *money.Nanos     `json:"cache_savings_usd"`
+	ErrorRate            *float64         `json:"error_rate"`
+	Errors               map[string]int64 `json:"errors"`
+	Cancelled            int64            `json:"cancelled"`
+	RateLimitedShare     *float64         `json:"rate_limited_share"`
+	FallbackShare        *float64         `json:"fallback_share"`
+	WastedUSD            *money.Nanos     `json:"wasted_usd"`
+	LatencyMS            *Latency         `json:"latency_ms"`
+	ClientCostMismatches int64            `json:"client_cost_mismatches"`
+}
+
+// Latency is the latency of succeeded attempts in milliseconds: percentiles from the merged
+// histograms (within 2.2%) and the exact mean.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+}
+
+// sumCols are the rollup columns a summary adds up, in the order the statements return them.
+var sumCols = []string{"attempts", "requests", "input_tokens", "output_tokens", "cache_write_tokens",
+	"cache_write_1h_tokens", "cache_read_tokens", "reasoning_tokens", "cache_write_calls",
+	"cache_read_calls", "cost_nanos", "nocache_cost_nanos", "unpriced_attempts", "client_cost_nanos",
+	"cost_mismatch_attempts", "latency_sum_ms"}
+
+// Positions in sumCols.
+const (
+	cAttempts = iota
+	cRequests
+	cInput
+	cOutput
+	cCacheWrite
+	cCacheWrite1h
+	cCacheRead
+	cReasoning
+	cCacheWriteCalls
+	cCacheReadCalls
+	cCost
+	cNoCache
+	cUnpriced
+	cClientCost
+	cMismatch
+	cLatencySum
+	nSums
+)
+
+// sourceSQL is the rollup rows of an effective range: rollup_daily for the whole local days
+// [$2, $3) and rollup_hourly for the edge hours [$5, $6) and [$7, $8), with the local day ($4 is
+// the timezone) and hour of each row. %[1]s is the column list, %[2]s an extra condition.
+const sourceSQL = `
+	SELECT series_id, fallback, status, error_class, bucket AS day, NULL::timestamptz AS hour, %[1]s
+	FROM rollup_daily WHERE project_id = $1 AND bucket >= $2 AND bucket < $3%[2]s
+	UNION ALL
+	SELECT series_id, fallback, status, error_class, (bucket AT TIME ZONE $4)::date, bucket, %[1]s
+	FROM rollup_hourly WHERE project_id = $1 AND bucket >= $5 AND bucket < $6%[2]s
+	UNION ALL
+	SELECT series_id, fallback, status, error_class, (bucket AT TIME ZONE $4)::date, bucket, %[1]s
+	FROM rollup_hourly WHERE project_id = $1 AND bucket >= $7 AND bucket < $8%[2]s`
+
+// seriesFilter narrows series s to the filter's service, model, tenant, operation and provider,
+// given as parameters $n to $n+4 (” matches any).
+func seriesFilter(n int) string {
+	return fmt.Sprintf(`($%d = '' OR s.service = $%[1]d) AND ($%d = '' OR s.model = $%[2]d)
+		AND ($%d = '' OR s.tenant = $%[3]d) AND ($%d = '' OR s.operation = $%[4]d)
+		AND ($%d = '' OR s.provider = $%[5]d)`, n, n+1, n+2, n+3, n+4)
+}
+
+// summarySQL adds up the rows of sourceSQL per group (%[1]s: the group's columns, each followed by
+// a comma), fallback flag, status and error class. latencySQL returns the latency histogram of
+// every succeeded row with its group, for merging.
+var (
+	summarySQL = `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
+	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), "") + `) r
+	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
+	WHERE ` + seriesFilter(9) + `
+	GROUP BY %[1]s r.fallback, r.status, r.error_class`
+
+	latencySQL = `SELECT %[1]s r.fallback, r.latency_hist
+	FROM (` + fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'") + `) r
+	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
+	WHERE ` + seriesFilter(9)
+)
+
+// sumsOf is the sum of each of sumCols over the rows aliased r, as bigint.
+func sumsOf(r string) string {
+	out := make([]string, len(sumCols))
+	for i, c := range sumCols {
+		out[i] = fmt.Sprintf("sum8(%s.%s)", r, c)
+	}
+	return strings.Join(out, ", ")
+}
+
+// source is where the rows of an effective range come from: whole local days from rollup_daily,
+// the edges from rollup_hourly. Empty parts are empty ranges.
+type source struct {
+	dayFrom, dayTo time.Time // dates, as UTC midnights
+	edges          [2][2]time.Time
+}
+
+// split plans the rows of an effective range [from, to): daily rows where whole local days fit
+// and meet hourly rows on whole UTC hours, hourly rows elsewhere; hourly rows only when
+// hourlyOnly. A range that is not hour-aligned is whole local days (see window): daily rows only.
+func (s *Service) split(from, to time.Time, hourlyOnly bool) source {
+	src := source{dayFrom: from, dayTo: from, edges: [2][2]time.Time{{from, to}, {to, to}}}
+	if hourlyOnly {
+		return src
+	}
+	d0 := dateOf(from, s.tz)
+	if d0.start(s.tz).Before(from) {
+		d0 = d0.addDays(1)
+	}
+	d1 := dateOf(to, s.tz)
+	if !d0.before(d1) {
+		return src
+	}
+	s0, s1 := d0.start(s.tz), d1.start(s.tz)
+	switch {
+	case !hourAligned(from) || !hourAligned(to):
+		src.edges = [2][2]time.Time{{from, from}, {to, to}}
+	case !hourAligned(s0) || !hourAligned(s1):
+		return src
+	default:
+		src.edges = [2][2]time.Time{{from, s0}, {s1, to}}
+	}
+	src.dayFrom, src.dayTo = d0.civil(), d1.civil()
+	return src
+}
+
+// args are the parameters of sourceSQL and seriesFilter(9).
+func (s *Service) args(f Filter, src source) []any {
+	return []any{f.ProjectID, src.dayFrom, src.dayTo, s.tz.String(),
+		src.edges[0][0], src.edges[0][1], src.edges[1][0], src.edges[1][1],
+		f.Service, f.Model, f.Tenant, f.Operation, f.Provider}
+}
+
+// window applies the default range (the last 7 local days, today included: up to the end of
+// today, so a default question reads whole days) and rounds [from, to) outward to whole UTC hours,
+// unless both ends are local midnights and hourly is false (in a timezone whose days do not begin
+// on whole UTC hours, India's say, whole days stay exact that way).
+func (s *Service) window(from, to time.Time, hourly bool) (time.Time, time.Time, error) {
+	if to.IsZero() {
+		to = dateOf(s.now(), s.tz).addDays(1).start(s.tz)
+	}
+	if from.IsZero() {
+		from = dateOf(to.Add(-time.Nanosecond), s.tz).addDays(-6).start(s.tz)
+	}
+	from, to = from.UTC(), to.UTC()
+	if hourly || !s.dayStart(from) || !s.dayStart(to) {
+		from, to = from.Truncate(time.Hour), ceilHour(to)
+	}
+	if !from.Before(to) {
+		return time.Time{}, time.Time{}, badParam("to", "must be after from")
+	}
+	if to.Sub(from) > MaxRange {
+		return time.Time{}, time.Time{}, badParam("from", "the range may span at most %d days", int(MaxRange/(24*time.Hour)))
+	}
+	return from, to, nil
+}
+
+// dayStart tells whether t is the first instant of a local day.
+func (s *Service) dayStart(t time.Time) bool { return dateOf(t, s.tz).start(s.tz).Equal(t) }
+
+func ceilHour(t time.Time) time.Time {
+	t = t.UTC()
+	if h := t.Truncate(time.Hour); !h.Equal(t) {
+		return h.Add(time.Hour)
+	}
+	return t
+}
+
+// gkey identifies a group while rows are folded.
+type gkey struct {
+	service, operation, tenant, provider, model, fallbackFrom string
+	day                                                       date
+	hour                                                      int64
+	fallback                                                  bool
+}
+
+// grouping is a validated list of dimensions.
+type grouping struct {
+	dims     []string
+	fallback bool // model or provider: fallback attempts form their own groups
+	hourly   bool
+}
+
+func parseGrouping(dims []string) (grouping, error) {
+	g := grouping{dims: []string{}}
+	seen := map[string]bool{}
+	for _, d := range dims {
+		if _, ok := dimSQL[d]; !ok {
+			return g, badParam("group_by", "unknown dimension %q: want model, service, operation, tenant, provider, day or hour", truncate(d))
+		}
+		if seen[d] {
+			return g, badParam("group_by", "%s given twice", d)
+		}
+		seen[d] = true
+		g.dims = append(g.dims, d)
+	}
+	if seen[ByDay] && seen[ByHour] {
+		return g, badParam("group_by", "day and hour cannot be combined")
+	}
+	g.fallback = seen[ByModel] || seen[ByProvider]
+	g.hourly = seen[ByHour]
+	return g, nil
+}
+
+// columns is the SQL list of the grouping's columns, each followed by a comma.
+func (g grouping) columns() string {
+	var b strings.Builder
+	for _, d := range g.dims {
+		b.WriteString(dimSQL[d] + ", ")
+	}
+	if g.fallback {
+		b.WriteString("s.fallback_from, ")
+	}
+	return b.String()
+}
+
+// scanTargets returns the scan destinations of the grouping's columns and a function that turns
+// what was scanned, with the row's fallback flag, into the group's key.
+func (g grouping) scanTargets() ([]any, func(fallback bool) gkey) {
+	var (
+		str   = make([]string, len(g.dims)+1)
+		times = make([]time.Time, len(g.dims))
+		dst   []any
+	)
+	for i, d := range g.dims {
+		if d == ByDay || d == ByHour {
+			dst = append(dst, &times[i])
+		} else {
+			dst = append(dst, &str[i])
+		}
+	}
+	if g.fallback {
+		dst = append(dst, &str[len(g.dims)])
+	}
+	return dst, func(fallback bool) gkey {
+		var k gkey
+		for i, d := range g.dims {
+			switch d {
+			case ByModel:
+				k.model = str[i]
+			case ByService:
+				k.service = str[i]
+			case ByOperation:
+				k.operation = str[i]
+			case ByTenant:
+				k.tenant = str[i]
+			case ByProvider:
+				k.provider = str[i]
+			case ByDay:
+				k.day = date{times[i].Year(), times[i].Month(), times[i].Day()}
+			case ByHour:
+				k.hour = times[i].Unix()
+			}
+		}
+		if g.fallback {
+			k.fallback, k.fallbackFrom = fallback, str[len(g.dims)]
+		}
+		return k
+	}
+}
+
+// key turns a group's internal key into the published one.
+func (g grouping) key(k gkey, tz *time.Location) Key {
+	var out Key
+	for _, d := range g.dims {
+		switch d {
+		case ByModel:
+			out.Model = &k.model
+		case ByService:
+			out.Service = &k.service
+		case ByOperation:
+			out.Operation = &k.operation
+		case ByTenant:
+			out.Tenant = &k.tenant
+		case ByProvider:
+			out.Provider = &k.provider
+		case ByDay:
+			out.Day = k.day.String()
+		case ByHour:
+			h := time.Unix(k.hour, 0).In(tz)
+			out.Hour = &h
+		}
+	}
+	if g.fallback {
+		out.Fallback = &k.fallback
+		if k.fallback {
+			out.FallbackFrom = &k.fallbackFrom
+		}
+	}
+	return out
+}
+
+// compare orders groups by their dimensions in grouping order, then own traffic before fallbacks.
+func (g grouping) compare(a, b gkey) int {
+	for _, d := range g.dims {
+		var c int
+		switch d {
+		case ByModel:
+			c = strings.Compare(a.model, b.model)
+		case ByService:
+			c = strings.Compare(a.service, b.service)
+		case ByOperation:
+			c = strings.Compare(a.operation, b.operation)
+		case ByTenant:
+			c = strings.Compare(a.tenant, b.tenant)
+		case ByProvider:
+			c = strings.Compare(a.provider, b.provider)
+		case ByDay:
+			c = a.day.civil().Compare(b.day.civil())
+		case ByHour:
+			c = cmp.Compare(a.hour, b.hour)
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	if a.fallback != b.fallback {
+		if a.fallback {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(a.fallbackFrom, b.fallbackFrom)
+}
+
+// acc accumulates the rollup rows of one group.
+type acc struct {
+	sums           [nSums]int64
+	ok, okFallback int64
+	okLatencySum   int64
+	failed         int64
+	failedCost     int64
+	failedUnpriced int64
+	cancelled      int64
+	errors         map[string]int64
+	hist           histogram
+}
+
+// add folds one summed row with its fallback flag, status and error class.
+func (a *acc) add(fallback bool, status, class string, sums *[nSums]int64) {
+	for i, v := range sums {
+		a.sums[i] += v
+	}
+	n := sums[cAttempts]
+	switch schema.Status(status) {
+	case schema.StatusOK:
+		a.ok += n
+		a.okLatencySum += sums[cLatencySum]
+		if fallback {
+			a.okFallback += n
+		}
+		return
+	case schema.StatusError:
+		if a.errors == nil {
+			a.errors = map[string]int64{}
+		}
+		a.errors[class] += n
+	case schema.StatusCancelled:
+		a.cancelled += n
+	}
+	a.failed += n
+	a.failedCost += sums[cCost]
+	a.failedUnpriced += sums[cUnpriced]
+}
+
+func (a *acc) merge(b *acc) {
+	for i, v := range b.sums {
+		a.sums[i] += v
+	}
+	a.ok += b.ok
+	a.okFallback += b.okFallback
+	a.okLatencySum += b.okLatencySum
+	a.failed += b.failed
+	a.failedCost += b.failedCost
+	a.failedUnpriced += b.failedUnpriced
+	a.cancelled += b.cancelled
+	for c, n := range b.errors {
+		if a.errors == nil {
+			a.errors = map[string]int64{}
+		}
+		a.errors[c] += n
+	}
+	a.hist.merge(&b.hist)
+}
+
+func ratio(num, den int64) *float64 {
+	if den == 0 {
+		return nil
+	}
+	r := float64(num) / float64(den)
+	return &r
+}
+
+// amount is v, or nil when all n attempts it covers are unpriced.
+func amount(v money.Nanos, n, unpriced int64) *money.Nanos {
+	if n > 0 && unpriced == n {
+		return nil
+	}
+	return &v
+}
+
+func (a *acc) stats() Stats {
+	s := &a.sums
+	st := Stats{
+		Attempts: s[cAttempts], Requests: s[cRequests], Succeeded: a.ok,
+		UnpricedAttempts: s[cUnpriced],
+		InputTokens:      s[cInput], OutputTokens: s[cOutput], CacheWriteTokens: s[cCacheWrite],
+		CacheWrite1hTokens: s[cCacheWrite1h], CacheReadTokens: s[cCacheRead], ReasoningTokens: s[cReasoning],
+		Errors: map[string]int64{}, Cancelled: a.cancelled, ClientCostMismatches: s[cMismatch],
+	}
+	st.AttemptsPerCall = ratio(s[cAttempts], s[cRequests])
+	st.CostUSD = amount(money.Nanos(s[cCost]), s[cAttempts], s[cUnpriced])
+	st.CacheSavingsUSD = amount(money.Nanos(s[cNoCache]-s[cCost]), s[cAttempts], s[cUnpriced])
+	st.WastedUSD = amount(money.Nanos(a.failedCost), a.failed, a.failedUnpriced)
+	st.CacheHitRatio = ratio(s[cCacheRead], s[cInput]+s[cCacheWrite]+s[cCacheRead])
+	var errs int64
+	for c, n := range a.errors {
+		st.Errors[c] = n
+		errs += n
+	}
+	st.ErrorRate = ratio(errs, s[cAttempts])
+	st.RateLimitedShare = ratio(a.errors[string(schema.ErrorRateLimited)], s[cAttempts])
+	st.FallbackShare = ratio(a.okFallback, a.ok)
+	if a.ok > 0 && a.hist.total() > 0 {
+		st.LatencyMS = &Latency{P50: a.hist.quantile(500), P95: a.hist.quantile(950), P99: a.hist.quantile(990),
+			Mean: float64(a.okLatencySum) / float64(a.ok)}
+	}
+	return st
+}
+
+// Summary answers for the attempts f selects, in total and grouped by the given dimensions (none:
+// the total only). See the package documentation for what each figure means.
+func (s *Service) Summary(ctx context.Context, f Filter, groupBy ...string) (Summary, error) {
+	g, err := parseGrouping(groupBy)
+	if err != nil {
+		return Summary{}, err
+	}
+	from, to, err := s.window(f.From, f.To, g.hourly)
+	if err != nil {
+		return Summary{}, err
+	}
+	if g.hourly && to.Sub(from) > MaxHourRange {
+		return Summary{}, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
+	}
+	// The sums and the latency histograms are read at once, on two connections.
+	args := s.args(f, s.split(from, to, g.hourly))
+	var (
+		groups map[gkey]*acc
+		hists  map[gkey]*histogram
+	)
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) { groups, err = s.sums(ectx, g, args); return err })
+	eg.Go(func() (err error) { hists, err = s.latencies(ectx, g, args); return err })
+	if err := eg.Wait(); err != nil {
+		return Summary{}, err
+	}
+	for k, h := range hists {
+		if a, ok := groups[k]; ok {
+			a.hist = *h
+		}
+	}
+
+	keys := make([]gkey, 0, len(groups))
+	var total acc
+	for k, a := range groups {
+		keys = append(keys, k)
+		total.merge(a)
+	}
+	slices.SortFunc(keys, g.compare)
+	out := Summary{From: from.In(s.tz), To: to.In(s.tz), Timezone: s.tz.String(), GroupBy: g.dims,
+		Total: total.stats(), Groups: make([]Group, 0, len(keys))}
+	if len(g.dims) > 0 {
+		for _, k := range keys {
+			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: groups[k].stats()})
+		}
+	}
+	return out, nil
+}
+
+// sums adds up the rollup rows of each group.
+func (s *Service) sums(ctx context.Context, g grouping, args []any) (map[gkey]*acc, error) {
+	keyDst, keyOf := g.scanTargets()
+	var (
+		fallback      bool
+		status, class string
+		sums          [nSums]int64
+	)
+	dst := append(keyDst, &fallback, &status, &class)
+	for i := range sums {
+		dst = append(dst, &sums[i])
+	}
+	groups := map[gkey]*acc{}
+	if err := s.read(ctx, readSettingsSQL, fmt.Sprintf(summarySQL, g.columns()), args, dst, func() error {
+		k := keyOf(fallback)
+		a, ok := groups[k]
+		if !ok {
+			a = &acc{}
+			groups[k] = a
+		}
+		a.add(fallback, status, class, &sums)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
+	return groups, nil
+}
+
+// latencies merges the latency histograms of each group's succeeded attempts.
+func (s *Service) latencies(ctx context.Context, g grouping, args []any) (map[gkey]*histogram, error) {
+	keyDst, keyOf := g.scanTargets()
+	var (
+		fallback bool
+		h        pgtype.Array[int64]
+	)
+	hists := map[gkey]*histogram{}
+	if err := s.read(ctx, readSettingsSQL, fmt.Sprintf(latencySQL, g.columns()), args, append(keyDst, &fallback, &h), func() error {
+		if len(h.Dims) != 1 {
+			return nil
+		}
+		k := keyOf(fallback)
+		m, ok := hists[k]
+		if !ok {
+			m = &histogram{}
+			hists[k] = m
+		}
+		m.add(int(h.Dims[0].LowerBound), h.Elements)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("summary latency: %w", err)
+	}
+	return hists, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
