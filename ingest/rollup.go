@@ -67,6 +67,18 @@ var attemptCols = []struct{ col, typ string }{
 	{"provider_request_id", "text"}, {"metadata", "jsonb"},
 }
 
+// copyCols are the attemptCols names, the column list of the fast path's COPY.
+var copyCols = func() []string {
+	var cols []string
+	for _, c := range attemptCols {
+		cols = append(cols, c.col)
+	}
+	return cols
+}()
+
+// uniqueViolation is the SQLSTATE a COPY fails with when a record is already stored.
+const uniqueViolation = "23505"
+
 // insertSQL inserts a batch of attempts from arrays, skipping records already stored, and folds
 // exactly the inserted rows into the rollups in the same statement. $N+1 is the timezone of daily
 // rollups. It returns the identity of each inserted row. It is built once, at start-up.
@@ -120,4 +132,55 @@ func buildInsertSQL() string {
 		upsert("rollup_hourly", HourBucketExpr),
 		upsert("rollup_daily", "(started_at AT TIME ZONE "+tz+")::date"),
 		cache)
+}
+
+// Key columns of the rollups, in primary-key order, with the array type each is sent as.
+var (
+	rollupKeyCols = []struct{ col, typ string }{
+		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
+		{"status", "attempt_status"}, {"error_class", "error_class"}}
+	dailyKeyCols = []struct{ col, typ string }{
+		{"project_id", "int8"}, {"bucket", "date"}, {"series_id", "int8"}, {"fallback", "bool"},
+		{"status", "attempt_status"}, {"error_class", "error_class"}}
+	cacheKeyCols = []struct{ col, typ string }{
+		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
+		{"prompt_hash", "text"}}
+)
+
+// The fast path's rollup upserts: groups summed in Go (see sums.go), sent as arrays (keys, then
+// one int8 array per sum column, then the latency histograms as text) and added to the stored
+// rows. Rows are written in key order, as the slow path writes them, so concurrent flushes lock
+// rollup rows in the same order. Built once, at start-up.
+var (
+	hourlyUpsertSQL = buildUpsertSQL("rollup_hourly", rollupKeyCols, RollupSums, true)
+	dailyUpsertSQL  = buildUpsertSQL("rollup_daily", dailyKeyCols, RollupSums, true)
+	cacheUpsertSQL  = buildUpsertSQL("rollup_cache_hourly", cacheKeyCols, CacheSums, false)
+)
+
+func buildUpsertSQL(table string, key []struct{ col, typ string }, sums []Sum, hist bool) string {
+	var cols, params, sel, order, keys, set []string
+	for i, k := range key {
+		cols = append(cols, k.col)
+		params = append(params, fmt.Sprintf("$%d::%s[]", len(params)+1, k.typ))
+		sel = append(sel, k.col)
+		order = append(order, fmt.Sprint(i+1))
+		keys = append(keys, k.col)
+	}
+	for _, s := range sums {
+		cols = append(cols, s.Col)
+		params = append(params, fmt.Sprintf("$%d::int8[]", len(params)+1))
+		sel = append(sel, s.Col)
+		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
+	}
+	if hist {
+		cols = append(cols, "latency_hist")
+		params = append(params, fmt.Sprintf("$%d::text[]", len(params)+1))
+		sel = append(sel, "latency_hist::int8[]")
+		set = append(set, "latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)")
+	}
+	return fmt.Sprintf(`INSERT INTO %s AS r (%s)
+		SELECT %s FROM unnest(%s) AS t(%s) ORDER BY %s
+		ON CONFLICT (%s) DO UPDATE SET %s`,
+		table, strings.Join(cols, ", "), strings.Join(sel, ", "), strings.Join(params, ", "),
+		strings.Join(cols, ", "), strings.Join(order, ", "), strings.Join(keys, ", "), strings.Join(set, ", "))
 }

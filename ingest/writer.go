@@ -1,6 +1,14 @@
 // Package ingest turns validated attempt records into committed ledger rows. Its Writer coalesces
 // concurrent submissions into large multi-row commits (group commit), skips records already stored,
-// and keeps the rollups exact in the same statement.
+// and keeps the rollups exact in the same transaction.
+//
+// A commit takes one of two paths. The fast path COPYs the batch straight into attempts and, in the
+// same transaction, adds the batch's rollups, summed in Go (sums.go, a twin of RollupSums and
+// CacheSums), with one upsert per rollup table sent in one round trip. It succeeds whenever every
+// record is new, which is nearly always: duplicates within the batch are removed beforehand. When a
+// record was already stored (a redelivery), the COPY fails on the identity index, the transaction
+// is rolled back, and the batch takes the exact path: insertSQL, one statement that inserts from
+// arrays skipping stored records and folds exactly the inserted rows into the rollups in SQL.
 package ingest
 
 import (
@@ -13,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -47,7 +56,7 @@ type PriceFunc func(a *schema.Attempt) Costing
 type Options struct {
 	MaxBatch     int            // records per commit at most (5,000)
 	QueueLimit   int            // records waiting at most before Submit refuses (50,000)
-	Flushers     int            // commits running at once (1)
+	Flushers     int            // commits running at once (2: one COPYs while the other commits)
 	FlushTimeout time.Duration  // bound on one commit (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	Logger       *slog.Logger
@@ -112,12 +121,13 @@ type identity struct {
 }
 
 type metrics struct {
-	accepted   prometheus.Counter
-	duplicates prometheus.Counter
-	batchSize  prometheus.Histogram
-	flushTime  prometheus.Histogram
-	failures   prometheus.Counter
-	queueDepth prometheus.GaugeFunc
+	accepted     prometheus.Counter
+	duplicates   prometheus.Counter
+	batchSize    prometheus.Histogram
+	flushTime    prometheus.Histogram
+	failures     prometheus.Counter
+	exactFlushes prometheus.Counter
+	queueDepth   prometheus.GaugeFunc
 }
 
 // NewWriter starts a writer with its flushers running.
@@ -129,7 +139,7 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 		opt.QueueLimit = 50_000
 	}
 	if opt.Flushers <= 0 {
-		opt.Flushers = 1
+		opt.Flushers = 2
 	}
 	if opt.FlushTimeout <= 0 {
 		opt.FlushTimeout = 10 * time.Second
@@ -151,6 +161,8 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 		flushTime: f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_writer_flush_seconds", Help: "Time to commit one group of records.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		failures: f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_writer_flush_failures_total", Help: "Group commits that failed."}),
+		exactFlushes: f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_writer_exact_flushes_total",
+			Help: "Group commits that held a record already stored, so took the exact (slower) insert instead of COPY."}),
 	}
 	w.m.queueDepth = f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_writer_queue_records", Help: "Records waiting to be committed."},
 		func() float64 { w.mu.Lock(); defer w.mu.Unlock(); return float64(w.queued) })
@@ -324,7 +336,8 @@ func retryable(err error) bool {
 	return false
 }
 
-// flush inserts the first occurrence of every record in jobs and marks which ones were new.
+// flush inserts the first occurrence of every record in jobs, by the fast path or, when one was
+// already stored, the exact one, and marks which ones were new.
 func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 	var (
 		first  = map[identity]*row{}
@@ -361,12 +374,53 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 	if err != nil {
 		return err
 	}
-	args, err := columns(rows, seriesIDs, priceIDs)
+	b, err := columns(rows, seriesIDs, priceIDs)
 	if err != nil {
 		return err
 	}
-	args = append(args, w.opt.Timezone.String())
-	res, err := w.st.Pool.Query(ctx, insertSQL, args...)
+	stored, err := w.insertFast(ctx, b)
+	if err != nil {
+		return err
+	}
+	if stored {
+		for _, r := range rows {
+			r.newHere = true
+		}
+		return nil
+	}
+	w.m.exactFlushes.Inc()
+	return w.insertExact(ctx, b, first)
+}
+
+// insertFast COPYs a batch into attempts and adds its rollups summed in Go, in one transaction.
+// It reports false, having written nothing, when a record is already stored: COPY then fails on
+// the identity index, and the batch must take the exact path.
+func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err error) {
+	tx, err := w.st.Pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op once committed
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"attempts"}, copyCols, pgx.CopyFromSlice(b.n, b.row)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
+			return false, nil
+		}
+		return false, fmt.Errorf("copy attempts: %w", err)
+	}
+	if err := tx.SendBatch(ctx, rollupBatch(b, w.opt.Timezone)).Close(); err != nil {
+		return false, fmt.Errorf("upsert rollups: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("commit attempts: %w", err)
+	}
+	return true, nil
+}
+
+// insertExact inserts a batch with insertSQL, which skips records already stored and counts only
+// the inserted ones into the rollups, and marks the rows it inserted.
+func (w *Writer) insertExact(ctx context.Context, b *batch, first map[identity]*row) error {
+	res, err := w.st.Pool.Query(ctx, insertSQL, append(b.arrays(), w.opt.Timezone.String())...)
 	if err != nil {
 		return fmt.Errorf("insert attempts: %w", err)
 	}
@@ -385,68 +439,100 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 	return nil
 }
 
-// columns turns rows into the column arrays insertSQL unnests, in attemptCols order.
-func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[string]int32) ([]any, error) {
+// batch holds the rows of one flush as typed columns, in attemptCols order: the slow path sends
+// them as unnest arrays, the fast path COPYs them row by row, and the Go rollups sum them, so all
+// three read the very values stored.
+type batch struct {
+	n                                      int
+	project, series                        []int64
+	started                                []time.Time
+	attemptNo, latency                     []int32
+	status, class                          []string
+	fallback, batch                        []bool
+	httpStatus                             []*int16
+	retryAfter, priceID                    []*int32
+	input, output, cw, cw1h, cr, reasoning []int64
+	cost, nocache, clientCost              []*int64
+	attemptID, requestID                   []string
+	promptHash, providerReq, metadata      []*string
+}
+
+// columns turns rows into a batch.
+func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[string]int32) (*batch, error) {
 	n := len(rows)
-	var (
-		project, series                        = make([]int64, n), make([]int64, n)
-		started                                = make([]time.Time, n)
-		attemptNo, latency                     = make([]int32, n), make([]int32, n)
-		status, class                          = make([]string, n), make([]string, n)
-		fallback, batch                        = make([]bool, n), make([]bool, n)
-		httpStatus                             = make([]*int16, n)
-		retryAfter, priceID                    = make([]*int32, n), make([]*int32, n)
-		input, output, cw, cw1h, cr, reasoning = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		cost, nocache, clientCost              = make([]*int64, n), make([]*int64, n), make([]*int64, n)
-		attemptID, requestID                   = make([]string, n), make([]string, n)
-		promptHash, providerReq, metadata      = make([]*string, n), make([]*string, n), make([]*string, n)
-	)
+	b := &batch{n: n,
+		project: make([]int64, n), series: make([]int64, n),
+		started:   make([]time.Time, n),
+		attemptNo: make([]int32, n), latency: make([]int32, n),
+		status: make([]string, n), class: make([]string, n),
+		fallback: make([]bool, n), batch: make([]bool, n),
+		httpStatus: make([]*int16, n),
+		retryAfter: make([]*int32, n), priceID: make([]*int32, n),
+		input: make([]int64, n), output: make([]int64, n), cw: make([]int64, n), cw1h: make([]int64, n),
+		cr: make([]int64, n), reasoning: make([]int64, n),
+		cost: make([]*int64, n), nocache: make([]*int64, n), clientCost: make([]*int64, n),
+		attemptID: make([]string, n), requestID: make([]string, n),
+		promptHash: make([]*string, n), providerReq: make([]*string, n), metadata: make([]*string, n),
+	}
 	for i, r := range rows {
 		a := &r.a
-		project[i] = r.key.project
-		series[i] = seriesIDs[r.series]
-		started[i] = a.StartedAt
-		attemptNo[i] = int32(a.AttemptNo)
-		latency[i] = int32(a.LatencyMS)
-		status[i] = string(a.Status)
-		class[i] = string(a.ErrorClass)
+		b.project[i] = r.key.project
+		b.series[i] = seriesIDs[r.series]
+		b.started[i] = a.StartedAt
+		b.attemptNo[i] = int32(a.AttemptNo)
+		b.latency[i] = int32(a.LatencyMS)
+		b.status[i] = string(a.Status)
+		b.class[i] = string(a.ErrorClass)
 		if a.ErrorClass == "" {
-			class[i] = string(schema.ErrorNone)
+			b.class[i] = string(schema.ErrorNone)
 		}
-		fallback[i], batch[i] = a.Fallback, a.Batch
+		b.fallback[i], b.batch[i] = a.Fallback, a.Batch
 		if a.HTTPStatus != 0 {
 			v := int16(a.HTTPStatus)
-			httpStatus[i] = &v
+			b.httpStatus[i] = &v
 		}
 		if a.RetryAfterMS != 0 {
 			v := int32(a.RetryAfterMS)
-			retryAfter[i] = &v
+			b.retryAfter[i] = &v
 		}
-		input[i], output[i], cw[i], cw1h[i], cr[i], reasoning[i] = a.InputTokens, a.OutputTokens,
+		b.input[i], b.output[i], b.cw[i], b.cw1h[i], b.cr[i], b.reasoning[i] = a.InputTokens, a.OutputTokens,
 			a.CacheWriteTokens, a.CacheWrite1hTokens, a.CacheReadTokens, a.ReasoningTokens
 		if r.cost.Priced {
 			c, nc, id := int64(r.cost.Cost), int64(r.cost.NoCache), priceIDs[r.cost.Version.Key]
-			cost[i], nocache[i], priceID[i] = &c, &nc, &id
+			b.cost[i], b.nocache[i], b.priceID[i] = &c, &nc, &id
 		}
 		if a.CostUSD != nil {
 			v := int64(*a.CostUSD)
-			clientCost[i] = &v
+			b.clientCost[i] = &v
 		}
-		attemptID[i], requestID[i] = a.AttemptID, a.RequestID
-		promptHash[i] = optional(a.PromptHash)
-		providerReq[i] = optional(a.ProviderRequestID)
+		b.attemptID[i], b.requestID[i] = a.AttemptID, a.RequestID
+		b.promptHash[i] = optional(a.PromptHash)
+		b.providerReq[i] = optional(a.ProviderRequestID)
 		if len(a.Metadata) > 0 {
-			b, err := json.Marshal(a.Metadata)
+			raw, err := json.Marshal(a.Metadata)
 			if err != nil {
 				return nil, fmt.Errorf("encode metadata: %w", err)
 			}
-			s := string(b)
-			metadata[i] = &s
+			s := string(raw)
+			b.metadata[i] = &s
 		}
 	}
-	return []any{project, started, series, attemptNo, latency, status, class, fallback, batch,
-		httpStatus, retryAfter, priceID, input, output, cw, cw1h, cr, reasoning, cost, nocache,
-		clientCost, attemptID, requestID, promptHash, providerReq, metadata}, nil
+	return b, nil
+}
+
+// arrays returns the columns as the arrays insertSQL unnests.
+func (b *batch) arrays() []any {
+	return []any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
+		b.batch, b.httpStatus, b.retryAfter, b.priceID, b.input, b.output, b.cw, b.cw1h, b.cr, b.reasoning,
+		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata}
+}
+
+// row returns row i of the batch in attemptCols order, as CopyFrom takes it.
+func (b *batch) row(i int) ([]any, error) {
+	return []any{b.project[i], b.started[i], b.series[i], b.attemptNo[i], b.latency[i], b.status[i],
+		b.class[i], b.fallback[i], b.batch[i], b.httpStatus[i], b.retryAfter[i], b.priceID[i], b.input[i],
+		b.output[i], b.cw[i], b.cw1h[i], b.cr[i], b.reasoning[i], b.cost[i], b.nocache[i], b.clientCost[i],
+		b.attemptID[i], b.requestID[i], b.promptHash[i], b.providerReq[i], b.metadata[i]}, nil
 }
 
 func optional(s string) *string {

@@ -1,0 +1,229 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/schema"
+	"github.com/ledgerd/ledgerd/store"
+)
+
+// variedBatch returns n records covering what the rollups distinguish: statuses and error
+// classes, fallbacks, unpriced models, client costs that mismatch ledgerd's by more than 1% and
+// less, cache writes and reads, prompt hashes, latencies 0, 1, 2 and huge, and start times over
+// 48 hours from 2026-10-31 12:00 UTC: a UTC month boundary, local midnights in Asia/Kolkata
+// (18:30 UTC) and America/Los_Angeles, and the end of US daylight saving time (2026-11-01).
+func variedBatch(n int) []schema.Attempt {
+	rng := rand.New(rand.NewPCG(7, 11))
+	base := time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC)
+	edges := []time.Time{
+		time.Date(2026, 10, 31, 18, 29, 59, 999999000, time.UTC), // last instant of Oct 31 in Kolkata
+		time.Date(2026, 10, 31, 18, 30, 0, 0, time.UTC),          // first instant of Nov 1 in Kolkata
+		time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),             // first instant of November (UTC)
+		time.Date(2026, 11, 1, 6, 59, 59, 999999000, time.UTC),   // last instant of Oct 31 in Los Angeles
+		time.Date(2026, 11, 1, 7, 0, 0, 0, time.UTC),             // first instant of Nov 1 in Los Angeles
+		time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC),             // first instant of Nov 2 there (PST)
+	}
+	latencies := []int64{0, 1, 2, 3, 250, 1000, 2_000_000_000}
+	models := []string{"claude-haiku-5-5", "claude-opus-5", "free-model"}
+	classes := []schema.ErrorClass{schema.ErrorRateLimited, schema.ErrorTimeout, schema.ErrorServer, schema.ErrorOverloaded}
+	recs := make([]schema.Attempt, n)
+	for i := range recs {
+		at := base.Add(time.Duration(rng.Int64N(int64(48 * time.Hour))))
+		if i < len(edges) {
+			at = edges[i]
+		}
+		a := schema.Attempt{AttemptID: fmt.Sprintf("v%d", i), RequestID: fmt.Sprintf("q%d", i/2),
+			AttemptNo: 1 + rng.IntN(3), StartedAt: at, LatencyMS: latencies[rng.IntN(len(latencies))],
+			Provider: "anthropic", Model: models[rng.IntN(len(models))], Service: []string{"router", "search"}[rng.IntN(2)],
+			Operation: "default", Tenant: []string{"", "t1"}[rng.IntN(2)], Status: schema.StatusOK,
+			InputTokens: rng.Int64N(5000), OutputTokens: rng.Int64N(800), ReasoningTokens: rng.Int64N(3) * 100}
+		if i%9 == 0 {
+			a.LatencyMS += rng.Int64N(100_000)
+		}
+		switch rng.IntN(10) {
+		case 0, 1:
+			a.Status, a.ErrorClass = schema.StatusError, classes[rng.IntN(len(classes))]
+		case 2:
+			a.Status, a.ErrorClass = schema.StatusCancelled, schema.ErrorCancelled
+		}
+		if rng.IntN(8) == 0 {
+			a.Fallback, a.FallbackFrom = true, "claude-opus-5"
+		}
+		if rng.IntN(3) == 0 {
+			a.CacheWriteTokens = 1 + rng.Int64N(2000)
+			a.CacheWrite1hTokens = rng.Int64N(2) * 500
+		}
+		if rng.IntN(3) == 0 {
+			a.CacheReadTokens = 1 + rng.Int64N(4000)
+		}
+		if rng.IntN(3) == 0 {
+			a.PromptHash = []string{"p1", "p2"}[rng.IntN(2)]
+		}
+		cost := flatPrice(&a).Cost
+		switch rng.IntN(4) {
+		case 1: // agrees with ledgerd's
+			a.CostUSD = &cost
+		case 2: // 0.5% off: not a mismatch
+			c := cost + cost/200
+			a.CostUSD = &c
+		case 3: // 2% off: a mismatch (unless unpriced)
+			c := cost + cost/50 + 1
+			a.CostUSD = &c
+		}
+		recs[i] = a
+	}
+	return recs
+}
+
+// TestFastPathMatchesExact ingests the same varied batch by the fast path (COPY, rollups summed in
+// Go) into one database and by the exact path (forced by a record already stored) into another, in
+// two timezones, and requires identical rollups; and that analytics.Rebuild, counting from the raw
+// attempts with the SQL expressions, changes nothing.
+func TestFastPathMatchesExact(t *testing.T) {
+	t.Parallel()
+	for _, zone := range []string{
+		"Asia/Kolkata",        // a half-hour offset: local midnight is not on a UTC hour
+		"America/Los_Angeles", // daylight saving ends within the batch
+	} {
+		t.Run(zone, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			tz, err := time.LoadLocation(zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := variedBatch(600)
+			stored := attempt("stored", time.Date(2026, 10, 31, 20, 0, 0, 0, time.UTC), 1, schema.StatusOK)
+			cases := []struct {
+				name      string
+				batch     []schema.Attempt
+				want      ingest.Result
+				wantExact float64
+			}{
+				// Every record new: one COPY.
+				{"fast", recs, ingest.Result{Accepted: len(recs)}, 0},
+				// The stored record again makes the COPY fail: the exact path inserts the rest.
+				{"exact", append(append([]schema.Attempt(nil), recs...), stored), ingest.Result{Accepted: len(recs), Duplicates: 1}, 1},
+			}
+			dumps := make([]string, len(cases))
+			var fastPool *pgxpool.Pool
+			for i, c := range cases {
+				pool := dbtest.New(t)
+				st := store.New(pool)
+				reg := prometheus.NewRegistry()
+				w := ingest.NewWriter(st, flatPrice, ingest.Options{Timezone: tz, Registerer: reg})
+				p, err := st.EnsureProject(ctx, "acme")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.Submit(ctx, p.ID, []schema.Attempt{stored}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := w.Submit(ctx, p.ID, c.batch)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if err := w.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got != c.want {
+					t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+				}
+				if n := counter(t, reg, "ledgerd_writer_exact_flushes_total"); n != c.wantExact {
+					t.Errorf("%s: %v exact flushes, want %v", c.name, n, c.wantExact)
+				}
+				var hourly, daily int64
+				if err := pool.QueryRow(ctx, `SELECT (SELECT sum(attempts) FROM rollup_hourly), (SELECT sum(attempts) FROM rollup_daily)`).Scan(&hourly, &daily); err != nil {
+					t.Fatal(err)
+				}
+				if want := int64(len(recs) + 1); hourly != want || daily != want {
+					t.Errorf("%s: rollups count %d hourly, %d daily attempts; want %d", c.name, hourly, daily, want)
+				}
+				dumps[i] = dumpRollups(t, pool)
+				if c.name == "fast" {
+					fastPool = pool
+				}
+			}
+			if dumps[0] != dumps[1] {
+				t.Errorf("fast and exact paths wrote different rollups:\n%s", diffLines(dumps[0], dumps[1]))
+			}
+			if _, err := analytics.Rebuild(ctx, fastPool, tz); err != nil {
+				t.Fatal(err)
+			}
+			if rebuilt := dumpRollups(t, fastPool); rebuilt != dumps[0] {
+				t.Errorf("rebuild from raw attempts changed the fast path's rollups:\n%s", diffLines(dumps[0], rebuilt))
+			}
+		})
+	}
+}
+
+// dumpRollups renders the three rollup tables as sorted text, series named rather than numbered.
+func dumpRollups(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var out []string
+	for _, q := range []struct{ table, hist string }{
+		{"rollup_hourly", "r.latency_hist::text"}, {"rollup_daily", "r.latency_hist::text"}, {"rollup_cache_hourly", "''"}} {
+		var rows []string
+		sql := fmt.Sprintf(`SELECT coalesce(array_agg(line ORDER BY line), '{}') FROM (
+				SELECT concat_ws(' ', s.tenant, s.service, s.operation, s.provider, s.model, s.fallback_from,
+					to_jsonb(r) - 'series_id' - 'latency_hist', %s) AS line
+				FROM %s r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id) d`, q.hist, q.table)
+		if err := pool.QueryRow(context.Background(), sql).Scan(&rows); err != nil {
+			t.Fatalf("dump %s: %v", q.table, err)
+		}
+		out = append(out, fmt.Sprintf("%s: %d rows", q.table, len(rows)))
+		out = append(out, rows...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// diffLines lists the lines of a and b that the other lacks (at most 20).
+func diffLines(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ina, inb := in(a), in(b)
+	var out []string
+	for _, l := range strings.Split(a, "\n") {
+		if !inb[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range strings.Split(b, "\n") {
+		if !ina[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out[:min(len(out), 20)], "\n")
+}
+
+// counter reads a counter from a registry.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}

@@ -1,0 +1,230 @@
+package ingest
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The fast path sums the rollups of a batch in Go. Every column of RollupSums and CacheSums is a
+// sum over attempts of a per-row contribution (count(*) adds 1, a FILTER adds 0 or 1, a
+// coalesce(sum(x), 0) adds x or 0); contributions gives each column's, by name. The SQL
+// expressions stay the one definition (analytics' rebuild and reprice use them); the twin test
+// checks that both paths write identical rollups.
+var contributions = map[string]func(b *batch, i int) int64{
+	"attempts":              func(*batch, int) int64 { return 1 },
+	"calls":                 func(*batch, int) int64 { return 1 },
+	"requests":              func(b *batch, i int) int64 { return flag(b.attemptNo[i] == 1) },
+	"input_tokens":          func(b *batch, i int) int64 { return b.input[i] },
+	"output_tokens":         func(b *batch, i int) int64 { return b.output[i] },
+	"cache_write_tokens":    func(b *batch, i int) int64 { return b.cw[i] },
+	"cache_write_1h_tokens": func(b *batch, i int) int64 { return b.cw1h[i] },
+	"cache_read_tokens":     func(b *batch, i int) int64 { return b.cr[i] },
+	"reasoning_tokens":      func(b *batch, i int) int64 { return b.reasoning[i] },
+	"cache_write_calls":     func(b *batch, i int) int64 { return flag(b.cw[i] > 0) },
+	"cache_read_calls":      func(b *batch, i int) int64 { return flag(b.cr[i] > 0) },
+	"cost_nanos":            func(b *batch, i int) int64 { return orZero(b.cost[i]) },
+	"nocache_cost_nanos":    func(b *batch, i int) int64 { return orZero(b.nocache[i]) },
+	"unpriced_attempts":     func(b *batch, i int) int64 { return flag(b.cost[i] == nil) },
+	"client_cost_nanos":     func(b *batch, i int) int64 { return orZero(b.clientCost[i]) },
+	"cost_mismatch_attempts": func(b *batch, i int) int64 {
+		client, cost := b.clientCost[i], b.cost[i]
+		return flag(client != nil && cost != nil && abs(*client-*cost)*100 > *cost)
+	},
+	"latency_sum_ms": func(b *batch, i int) int64 { return int64(b.latency[i]) },
+}
+
+// rollupFuncs and cacheFuncs are the contributions in the column order of RollupSums and
+// CacheSums, resolved once at start-up.
+var (
+	rollupFuncs = sumFuncs(RollupSums)
+	cacheFuncs  = sumFuncs(CacheSums)
+)
+
+func sumFuncs(sums []Sum) []func(*batch, int) int64 {
+	fs := make([]func(*batch, int) int64, len(sums))
+	for i, s := range sums {
+		f, ok := contributions[s.Col]
+		if !ok {
+			panic(fmt.Sprintf("ingest: rollup column %q has no Go contribution", s.Col))
+		}
+		fs[i] = f
+	}
+	return fs
+}
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// latencyBucket is SQL latency_bucket: the schema-4 native-histogram bucket of a latency in ms.
+func latencyBucket(ms int32) int {
+	if ms <= 1 {
+		return 0
+	}
+	return int(math.Ceil(16*math.Log(float64(ms))/math.Log(2) - 1e-9))
+}
+
+// hist is a latency histogram as rollups store it: counts[i] attempts in bucket lo+i.
+type hist struct {
+	lo     int
+	counts []int64
+}
+
+func (h *hist) add(bucket int) {
+	switch {
+	case len(h.counts) == 0:
+		h.lo, h.counts = bucket, []int64{0}
+	case bucket < h.lo:
+		grown := make([]int64, h.lo-bucket+len(h.counts))
+		copy(grown[h.lo-bucket:], h.counts)
+		h.lo, h.counts = bucket, grown
+	case bucket >= h.lo+len(h.counts):
+		h.counts = append(h.counts, make([]int64, bucket-h.lo-len(h.counts)+1)...)
+	}
+	h.counts[bucket-h.lo]++
+}
+
+// text renders the histogram as an int8[] literal whose lower bound is its first bucket, such as
+// '[37:40]={1,0,2,5}'.
+func (h *hist) text() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "[%d:%d]={", h.lo, h.lo+len(h.counts)-1)
+	for i, c := range h.counts {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatInt(c, 10))
+	}
+	sb.WriteByte('}')
+	return sb.String()
+}
+
+// groupKey identifies one rollup row: bucket is the Unix second of the UTC hour (hourly, cache) or
+// of the local date at UTC midnight (daily); status and class are empty for the cache rollup, and
+// hash only set there.
+type groupKey struct {
+	project, bucket, series int64
+	fallback                bool
+	status, class, hash     string
+}
+
+type group struct {
+	sums []int64
+	hist hist
+}
+
+// groups sums a batch's rows into the rows of one rollup table, in first-seen order.
+type groups struct {
+	funcs []func(*batch, int) int64
+	index map[groupKey]int
+	keys  []groupKey
+	vals  []group
+}
+
+func newGroups(funcs []func(*batch, int) int64) *groups {
+	return &groups{funcs: funcs, index: map[groupKey]int{}}
+}
+
+func (g *groups) add(k groupKey, b *batch, i int, hist bool) {
+	n, ok := g.index[k]
+	if !ok {
+		n = len(g.keys)
+		g.index[k] = n
+		g.keys = append(g.keys, k)
+		g.vals = append(g.vals, group{sums: make([]int64, len(g.funcs))})
+	}
+	v := &g.vals[n]
+	for c, f := range g.funcs {
+		v.sums[c] += f(b, i)
+	}
+	if hist {
+		v.hist.add(latencyBucket(b.latency[i]))
+	}
+}
+
+// args returns the arrays an upsert statement of buildUpsertSQL takes: keys, sums, histograms.
+// Buckets go as UTC times, which PostgreSQL reads as the hour (timestamptz) or the date.
+func (g *groups) args(cache, hist bool) []any {
+	n := len(g.keys)
+	project, buckets, series, fallback := make([]int64, n), make([]time.Time, n), make([]int64, n), make([]bool, n)
+	status, class, hash := make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range g.keys {
+		project[i], buckets[i], series[i], fallback[i] = k.project, time.Unix(k.bucket, 0).UTC(), k.series, k.fallback
+		status[i], class[i], hash[i] = k.status, k.class, k.hash
+	}
+	args := []any{project, buckets, series, fallback}
+	if cache {
+		args = append(args, hash)
+	} else {
+		args = append(args, status, class)
+	}
+	for c := range g.funcs {
+		col := make([]int64, n)
+		for i := range g.vals {
+			col[i] = g.vals[i].sums[c]
+		}
+		args = append(args, col)
+	}
+	if hist {
+		h := make([]string, n)
+		for i := range g.vals {
+			h[i] = g.vals[i].hist.text()
+		}
+		args = append(args, h)
+	}
+	return args
+}
+
+// rollupBatch sums a batch (all rows new) into the three rollups and queues their upserts. Daily
+// buckets are local dates in tz: Go's t.In(tz) date equals PostgreSQL's (t AT TIME ZONE tz)::date
+// for the same zone rules.
+func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
+	hourly, daily, cache := newGroups(rollupFuncs), newGroups(rollupFuncs), newGroups(cacheFuncs)
+	for i := range b.n {
+		t := b.started[i]
+		hour := t.Truncate(time.Hour).Unix()
+		y, m, d := t.In(tz).Date()
+		day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
+		k := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i],
+			status: b.status[i], class: b.class[i]}
+		hourly.add(k, b, i, true)
+		k.bucket = day
+		daily.add(k, b, i, true)
+		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {
+			ck := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i]}
+			if p := b.promptHash[i]; p != nil {
+				ck.hash = *p
+			}
+			cache.add(ck, b, i, false)
+		}
+	}
+	q := &pgx.Batch{}
+	q.Queue(hourlyUpsertSQL, hourly.args(false, true)...)
+	q.Queue(dailyUpsertSQL, daily.args(false, true)...)
+	if len(cache.keys) > 0 {
+		q.Queue(cacheUpsertSQL, cache.args(true, false)...)
+	}
+	return q
+}

@@ -1,0 +1,81 @@
+package ingest
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/ledgerd/ledgerd/internal/dbtest"
+)
+
+// TestLatencyBucketMatchesSQL checks latencyBucket against the schema's latency_bucket on every
+// latency up to 70 s, every power of two (where rounding is closest) and its neighbours, and the
+// largest latency a row holds.
+func TestLatencyBucketMatchesSQL(t *testing.T) {
+	t.Parallel()
+	var ms []int32
+	for v := range int32(70_000) {
+		ms = append(ms, v)
+	}
+	for p := 17; p < 31; p++ {
+		ms = append(ms, 1<<p-1, 1<<p, 1<<p+1)
+	}
+	ms = append(ms, math.MaxInt32)
+	rows, err := dbtest.New(t).Query(context.Background(), `SELECT latency_bucket(ms) FROM unnest($1::int4[]) WITH ORDINALITY AS t(ms, i) ORDER BY i`, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var want int
+		if err := rows.Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if got := latencyBucket(ms[i]); got != want {
+			t.Errorf("latency %d ms: bucket %d, SQL says %d", ms[i], got, want)
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil || i != len(ms) {
+		t.Fatalf("read %d of %d buckets: %v", i, len(ms), err)
+	}
+}
+
+// TestHistText checks the histogram literal against SQL's hist_agg over the same latencies.
+func TestHistText(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	cases := []struct {
+		name string
+		ms   []int32
+		want string
+	}{
+		{"one fast call", []int32{0}, "[0:0]={1}"},                                 // bucket 0, lower bound 0
+		{"fast calls", []int32{1, 0, 1}, "[0:0]={3}"},                              // ≤ 1 ms all in bucket 0
+		{"growing down", []int32{1000, 2}, "[16:160]={1" + zeros(143) + ",1}"},     // a lower bucket extends the front
+		{"growing up", []int32{2, 1000, 1000}, "[16:160]={1" + zeros(143) + ",2}"}, // a higher bucket extends the back
+		{"one second", []int32{1000}, "[160:160]={1}"},                             // a lone bucket far from 0 keeps its index
+	}
+	for _, c := range cases {
+		var h hist
+		for _, v := range c.ms {
+			h.add(latencyBucket(v))
+		}
+		var sql string
+		if err := pool.QueryRow(context.Background(), `SELECT hist_agg(latency_bucket(ms))::text FROM unnest($1::int4[]) AS t(ms)`, c.ms).Scan(&sql); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.text(); got != c.want || sql != c.want {
+			t.Errorf("%s: Go %s, SQL %s, want %s", c.name, got, sql, c.want)
+		}
+	}
+}
+
+func zeros(n int) string {
+	s := ""
+	for range n {
+		s += ",0"
+	}
+	return s
+}
