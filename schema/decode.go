@@ -148,37 +148,50 @@ func DecodeBody(r io.Reader, ndjson bool, now time.Time) (Batch, error) {
 		}
 		return b, nil
 	}
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	var first json.RawMessage
-	if err := dec.Decode(&first); err != nil {
+	// One pass captures each element, a second decodes it: arrays are streamed element by element,
+	// never unmarshalled whole first.
+	br := bufio.NewReaderSize(r, 64<<10)
+	open, err := peekNonSpace(br)
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return Batch{}, fmt.Errorf("%w: empty body", ErrBody)
 		}
-		if !isJSONError(err) {
-			return Batch{}, fmt.Errorf("read body: %w", err)
-		}
-		return Batch{}, fmt.Errorf("%w: %s", ErrBody, jsonReason(err))
+		return Batch{}, fmt.Errorf("read body: %w", err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Batch{}, fmt.Errorf("%w: unexpected data after the JSON value (send NDJSON with Content-Type application/x-ndjson)", ErrBody)
-	}
-	switch firstByte(first) {
+	dec := json.NewDecoder(br)
+	switch open {
 	case '{':
-		add(0, first)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return Batch{}, bodyError(err)
+		}
+		add(0, raw)
 	case '[':
-		var raws []json.RawMessage
-		if err := json.Unmarshal(first, &raws); err != nil {
-			return Batch{}, fmt.Errorf("%w: %s", ErrBody, jsonReason(err))
+		if _, err := dec.Token(); err != nil {
+			return Batch{}, bodyError(err)
 		}
-		if len(raws) == 0 {
-			return Batch{}, fmt.Errorf("%w: empty array", ErrBody)
-		}
-		for i, raw := range raws {
+		i := 0
+		for ; dec.More(); i++ {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return Batch{}, bodyError(err)
+			}
 			add(i, raw)
+		}
+		if _, err := dec.Token(); err != nil {
+			return Batch{}, bodyError(err)
+		}
+		if i == 0 {
+			return Batch{}, fmt.Errorf("%w: empty array", ErrBody)
 		}
 	default:
 		return Batch{}, fmt.Errorf("%w: expected a JSON object or array of objects", ErrBody)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil && !isJSONError(err) {
+			return Batch{}, fmt.Errorf("read body: %w", err)
+		}
+		return Batch{}, fmt.Errorf("%w: unexpected data after the JSON value (send NDJSON with Content-Type application/x-ndjson)", ErrBody)
 	}
 	return b, nil
 }
@@ -189,6 +202,28 @@ func firstByte(b []byte) byte {
 		return 0
 	}
 	return b[0]
+}
+
+// peekNonSpace returns the first byte of r that is not JSON white space, leaving it unread.
+func peekNonSpace(r *bufio.Reader) (byte, error) {
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, r.UnreadByte()
+		}
+	}
+}
+
+// bodyError turns a failure to read the body's JSON into ErrBody, or into a read error (too large,
+// broken gzip, deadline) the caller answers differently.
+func bodyError(err error) error {
+	if !isJSONError(err) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read body: %w", err)
+	}
+	return fmt.Errorf("%w: %s", ErrBody, jsonReason(err))
 }
 
 // isJSONError tells a malformed body from a failure to read it (too large, broken gzip, cut off).
