@@ -150,7 +150,7 @@ func DecodeBody(r io.Reader, ndjson bool, now time.Time) (Batch, error) {
 	}
 	// One pass captures each element, a second decodes it: arrays are streamed element by element,
 	// never unmarshalled whole first.
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, 512) // only for the peek: larger reads pass straight through
 	open, err := peekNonSpace(br)
 	if err != nil {
 		if errors.Is(err, io.EOF) {

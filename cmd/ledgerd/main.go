@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -44,7 +45,15 @@ Every command takes --database-url (env DATABASE_URL; empty = the embedded datab
 --data-dir, env LEDGERD_DATA_DIR, default ./.ledgerd). Run "ledgerd <command> -h" for its flags.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// ledgerd's live heap is small and bounded by the writer's queue, so trading some memory for
+	// less garbage collection raises ingest throughput on small machines. GOGC in the environment
+	// still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // errUsage marks a command line that cannot be run; it exits 2.
 var errUsage = errors.New("usage")
