@@ -149,6 +149,7 @@ func (d date) addDays(n int) date {
 // civil is the day as a UTC midnight, the form pgx reads and writes a date in.
 func (d date) civil() time.Time { return time.Date(d.y, d.m, d.d, 0, 0, 0, 0, time.UTC) }
 
+// String formats the date as YYYY-MM-DD.
 func (d date) String() string { return d.civil().Format(time.DateOnly) }
 
 func (d date) before(e date) bool { return d.civil().Before(e.civil()) }

@@ -143,6 +143,7 @@ func (v *jsonAnyValue) proto() *commonpb.AnyValue {
 // is kept empty, so that the span is refused for its id rather than the whole body for one span.
 type jsonID struct{ b []byte }
 
+// UnmarshalJSON reads a trace or span id written in hex (OTLP/JSON) or base64 (protojson).
 func (id *jsonID) UnmarshalJSON(data []byte) error {
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -163,6 +164,7 @@ func (id *jsonID) UnmarshalJSON(data []byte) error {
 // jsonInt64 is a proto3 JSON int64: a decimal string or a number.
 type jsonInt64 int64
 
+// UnmarshalJSON reads an int64 written as a JSON string or number.
 func (i *jsonInt64) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
@@ -178,6 +180,7 @@ func (i *jsonInt64) UnmarshalJSON(data []byte) error {
 // jsonUint64 is a proto3 JSON fixed64, as span times are: a decimal string or a number.
 type jsonUint64 uint64
 
+// UnmarshalJSON reads a uint64 written as a JSON string or number.
 func (i *jsonUint64) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
@@ -194,6 +197,7 @@ func (i *jsonUint64) UnmarshalJSON(data []byte) error {
 // a string.
 type jsonFloat64 float64
 
+// UnmarshalJSON reads a double, including the strings NaN and Infinity.
 func (f *jsonFloat64) UnmarshalJSON(data []byte) error {
 	s := unquote(data)
 	switch s {
@@ -221,6 +225,7 @@ func (f *jsonFloat64) UnmarshalJSON(data []byte) error {
 // accepted too.
 type jsonStatusCode int32
 
+// UnmarshalJSON reads a span status code by number or by enum name.
 func (c *jsonStatusCode) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil

@@ -157,4 +157,5 @@ func Mismatches(ctx context.Context, pool *pgxpool.Pool, projectID int64, from, 
 // RangeError reports a time range Mismatches cannot read; the HTTP layer answers it with 400.
 type RangeError struct{ Reason string }
 
+// Error names the range problem.
 func (e *RangeError) Error() string { return "range: " + e.Reason }

@@ -229,6 +229,7 @@ type limitedGzip struct {
 	left int64
 }
 
+// Read inflates into p, failing once the inflated body passes the limit.
 func (l *limitedGzip) Read(p []byte) (int, error) {
 	if l.left <= 0 {
 		return 0, errInflatedTooLarge
@@ -244,6 +245,7 @@ func (l *limitedGzip) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the inflater and the raw body.
 func (l *limitedGzip) Close() error {
 	l.zr.Close()
 	return l.raw.Close()

@@ -38,6 +38,7 @@ var commands = []command{
 // usageError is bad usage: exit code 2.
 type usageError struct{ msg string }
 
+// Error returns the message shown before the usage text.
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
@@ -144,8 +145,10 @@ func (c common) setup(e env) (*pricing.Catalog, time.Time, error) {
 // models collects --model values, repeated or comma-separated.
 type models []string
 
+// String lists the models given so far, for the flag package.
 func (m *models) String() string { return strings.Join(*m, ",") }
 
+// Set adds the models of one --model flag, comma-separated or not.
 func (m *models) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
