@@ -95,7 +95,7 @@ func TestDatabaseOutage(t *testing.T) {
 	down := time.Now()
 	time.Sleep(outage)
 	up := time.Now()
-	pg = startPG(t, dir, port)
+	startPG(t, dir, port) // stopped by its own cleanup
 	ready := time.Now()
 	s := wait(t, done)
 
