@@ -50,6 +50,9 @@ type Config struct {
 	// ResendInterval is how often a firing alert is re-sent to Alertmanager (1m, never less than
 	// Interval in effect); Alertmanager expires it 4 resends after the last one.
 	ResendInterval time.Duration
+	// HistoryRetention is how long firing and resolved events stay in the alert history (2160h,
+	// 90 days); the leader deletes older ones after each evaluation.
+	HistoryRetention time.Duration
 	// ExternalURL is ledgerd's address as people reach it; alerts link to it (none).
 	ExternalURL string
 	// Rules are evaluated in order; nil means the defaults of DefaultRules.
@@ -141,18 +144,19 @@ type AlertmanagerConfig struct {
 
 // Defaults of the configuration, in one place; docs/alerts.md lists the same.
 const (
-	DefaultInterval        = time.Minute
-	DefaultRepeatInterval  = 4 * time.Hour
-	DefaultResendInterval  = time.Minute
-	DefaultSeverity        = "warning"
-	DefaultRetryWindow     = 15 * time.Minute
-	DefaultCacheWindow     = time.Hour
-	DefaultMinRequests     = 20
-	DefaultMinCalls        = 10
-	DefaultProjectionAfter = 3 * time.Hour
-	DefaultTimeout         = 10 * time.Second
-	DefaultMaxAttempts     = 5
-	DefaultMaxRetryTime    = time.Minute
+	DefaultInterval         = time.Minute
+	DefaultRepeatInterval   = 4 * time.Hour
+	DefaultResendInterval   = time.Minute
+	DefaultHistoryRetention = 90 * 24 * time.Hour
+	DefaultSeverity         = "warning"
+	DefaultRetryWindow      = 15 * time.Minute
+	DefaultCacheWindow      = time.Hour
+	DefaultMinRequests      = 20
+	DefaultMinCalls         = 10
+	DefaultProjectionAfter  = 3 * time.Hour
+	DefaultTimeout          = 10 * time.Second
+	DefaultMaxAttempts      = 5
+	DefaultMaxRetryTime     = time.Minute
 )
 
 // DefaultThreshold is attempts_per_call's default threshold, 1.5 attempts per logical call.
@@ -251,7 +255,8 @@ func Parse(data []byte) (*Config, error) {
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("configuration is larger than %d bytes", maxConfigBytes)
 	}
-	cfg := &Config{Interval: DefaultInterval, RepeatInterval: DefaultRepeatInterval, ResendInterval: DefaultResendInterval}
+	cfg := &Config{Interval: DefaultInterval, RepeatInterval: DefaultRepeatInterval, ResendInterval: DefaultResendInterval,
+		HistoryRetention: DefaultHistoryRetention}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("configuration is not valid YAML: %w", err)
@@ -305,14 +310,15 @@ func Parse(data []byte) (*Config, error) {
 }
 
 func parseAlerts(n *yaml.Node, cfg *Config) error {
-	m, err := fields(n, "alerts", "interval", "repeat_interval", "resend_interval", "external_url", "rules")
+	m, err := fields(n, "alerts", "interval", "repeat_interval", "resend_interval", "history_retention", "external_url", "rules")
 	if err != nil {
 		return err
 	}
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
-	}{{"interval", &cfg.Interval}, {"repeat_interval", &cfg.RepeatInterval}, {"resend_interval", &cfg.ResendInterval}} {
+	}{{"interval", &cfg.Interval}, {"repeat_interval", &cfg.RepeatInterval}, {"resend_interval", &cfg.ResendInterval},
+		{"history_retention", &cfg.HistoryRetention}} {
 		if err := m.duration(d.key, d.dst); err != nil {
 			return err
 		}

@@ -213,8 +213,14 @@ func (e *Evaluator) Evaluate(ctx context.Context) (bool, error) {
 	if err := e.dispatch(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := e.pool.Exec(ctx, pruneHistorySQL, now.Add(-e.cfg.HistoryRetention)); err != nil {
+		errs = append(errs, fmt.Errorf("prune alert history: %w", err))
+	}
 	return true, errors.Join(errs...)
 }
+
+// pruneHistorySQL deletes alert history older than the retention.
+const pruneHistorySQL = `DELETE FROM alert_history WHERE at < $1`
 
 // activeSQL reads the alerts notifications are about; pending ones stay quiet.
 const activeSQL = `SELECT ` + stateCols + ` FROM alert_state s JOIN projects p ON p.id = s.project_id

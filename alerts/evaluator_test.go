@@ -72,6 +72,17 @@ func TestRepeatAndRestart(t *testing.T) {
 	if state != 0 || history != 2 || log != 0 {
 		t.Errorf("after resolution: %d state rows, %d history rows, %d log rows; want 0, 2, 0", state, history, log)
 	}
+	// History is kept for the retention (90 days by default), then pruned by the leader.
+	clk.Set(t0.Add(alerts.DefaultHistoryRetention))
+	run(t, second)
+	clk.Set(t0.Add(alerts.DefaultHistoryRetention + 7*time.Hour))
+	run(t, second)
+	if err := l.st.Pool.QueryRow(ctx, `SELECT count(*) FROM alert_history`).Scan(&history); err != nil {
+		t.Fatal(err)
+	}
+	if history != 0 {
+		t.Errorf("%d history rows past the retention, want 0", history)
+	}
 }
 
 // TestReceiverFailures checks delivery outcomes end to end: what is retried, when, and what is
