@@ -201,7 +201,7 @@ func TestBadInput(t *testing.T) {
 	r := &report{name: "bad input"}
 	r.note("%d kinds of bad request answered with the right status", len(cases))
 	slowHeaders(t, srv, p, r, &extraAcks)
-	slowBodies(t, srv, p, r, &extraAcks)
+	slowBodies(t, srv, newProject(t, pool, "slow-crowd"), p, r, &extraAcks)
 	r.sent = wait(t, background)
 	if status, _ := get(srv.url()+"/healthz", ""); status != http.StatusOK {
 		t.Errorf("/healthz answered %d after the drill", status)
@@ -355,12 +355,13 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// slowBodies runs crowds of clients whose request bodies trickle in a byte every half second. A
-// client that ledgerd answers (503 when the in-flight limit is reached) or cuts off dials again at
-// once, so the crowd keeps its pressure. Under the in-flight limit, ingest for others must be
-// unaffected; over it, ledgerd must stay healthy and answer others quickly (503 with Retry-After is
-// allowed: that is the limit doing its job, and the figures show it).
-func slowBodies(t *testing.T, srv *proc, p project, r *report, acks io.Writer) {
+// slowBodies runs crowds of clients of one project (crowd) whose request bodies trickle in a byte
+// every half second. A client that ledgerd answers (503 when the in-flight limit is reached) or
+// cuts off dials again at once, so the crowd keeps its pressure. Ingest for another project (p)
+// must be unaffected while the crowd stays within its project's share of the in-flight limit; over
+// it, ledgerd must stay healthy and answer others quickly (503 with Retry-After is allowed: that is
+// the limit doing its job, and the figures show it).
+func slowBodies(t *testing.T, srv *proc, crowd, p project, r *report, acks io.Writer) {
 	hold := pick(10*time.Second, 70*time.Second)
 	for _, n := range []int{serverMaxInFlight / 2, serverMaxInFlight + 44} {
 		start := time.Now()
@@ -373,7 +374,7 @@ func slowBodies(t *testing.T, srv *proc, p project, r *report, acks io.Writer) {
 			go func() {
 				defer wg.Done()
 				for time.Since(start) < hold {
-					held := slowBody(srv.addr, p.Key, start, hold)
+					held := slowBody(srv.addr, crowd.Key, start, hold)
 					if held == 0 {
 						return
 					}

@@ -28,19 +28,47 @@ type IngestResponse struct {
 }
 
 // Admit is middleware for ingest routes: it bounds the requests in flight across all of them
-// (Options.MaxInFlight) and answers the excess 503 with Retry-After at once, so bodies waiting for
-// a commit cannot pile up in memory.
+// (Options.MaxInFlight), and those of one project to half of that, so a burst from one project
+// leaves room for the others. The excess is answered 503 with Retry-After at once, so bodies
+// waiting for a commit cannot pile up in memory.
 func (s *Server) Admit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		project := ProjectOf(c).ID
+		if !s.admitProject(project) {
+			return s.shed(c, "too many ingest requests in flight for this project; retry later")
+		}
+		defer s.releaseProject(project)
 		select {
 		case s.inflight <- struct{}{}:
 			defer func() { <-s.inflight }()
 		default:
-			s.m.shed.Inc()
-			c.Response().Header().Set("Retry-After", "1")
-			return echo.NewHTTPError(http.StatusServiceUnavailable, "too many ingest requests in flight; retry later")
+			return s.shed(c, "too many ingest requests in flight; retry later")
 		}
 		return next(c)
+	}
+}
+
+func (s *Server) shed(c echo.Context, msg string) error {
+	s.m.shed.Inc()
+	c.Response().Header().Set("Retry-After", "1")
+	return echo.NewHTTPError(http.StatusServiceUnavailable, msg)
+}
+
+func (s *Server) admitProject(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perProject[id] >= max(1, s.opt.MaxInFlight/2) {
+		return false
+	}
+	s.perProject[id]++
+	return true
+}
+
+func (s *Server) releaseProject(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perProject[id]--; s.perProject[id] <= 0 {
+		delete(s.perProject, id)
 	}
 }
 

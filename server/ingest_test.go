@@ -210,3 +210,31 @@ func TestSlowBody(t *testing.T) {
 		t.Fatalf("answered after %v", d)
 	}
 }
+
+// TestProjectFairness checks that one project cannot take every ingest slot: with two slots, a
+// project holding one is refused a second, while another project still gets in.
+func TestProjectFairness(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, server.Options{MaxInFlight: 2, BodyTimeout: 10 * time.Second})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Project A's first request holds its slot: its body never finishes arriving.
+	fmt.Fprintf(conn, "POST /v1/attempts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n[{", f.keyA)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, hdr, _ := f.post(t, f.keyA, "", "", []byte(record("fa1")))
+		if status == http.StatusServiceUnavailable && hdr.Get("Retry-After") != "" {
+			break // the slow request is in flight now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("project A's second request got %d, want 503 while its first is in flight", status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status, _, resp := f.post(t, f.keyB, "", "", []byte(record("fb1"))); status != http.StatusOK || resp.Accepted != 1 {
+		t.Fatalf("project B got %d (%+v), want 200", status, resp)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -33,7 +34,8 @@ type Options struct {
 	MaxBodyBytes int64
 	// SubmitTimeout bounds how long an ingest request waits for its commit (10 s).
 	SubmitTimeout time.Duration
-	// MaxInFlight bounds concurrent ingest requests; more are answered 503 at once (256).
+	// MaxInFlight bounds concurrent ingest requests, and half of it those of one project; more are
+	// answered 503 at once (256).
 	MaxInFlight int
 	// BodyTimeout bounds the time to receive an ingest body once the request is admitted (15 s);
 	// a slower client is answered 408.
@@ -49,7 +51,10 @@ type Server struct {
 	opt      Options
 	auth     *keyCache
 	inflight chan struct{}
-	m        serverMetrics
+
+	mu         sync.Mutex
+	perProject map[int64]int // ingest requests in flight by project
+	m          serverMetrics
 }
 
 type serverMetrics struct {
@@ -80,10 +85,11 @@ func New(opt Options) *Server {
 	}
 	f := promauto.With(opt.Registry)
 	s := &Server{
-		Echo:     echo.New(),
-		opt:      opt,
-		auth:     newKeyCache(opt.Store, opt.Now),
-		inflight: make(chan struct{}, opt.MaxInFlight),
+		Echo:       echo.New(),
+		opt:        opt,
+		auth:       newKeyCache(opt.Store, opt.Now),
+		inflight:   make(chan struct{}, opt.MaxInFlight),
+		perProject: map[int64]int{},
 		m: serverMetrics{
 			rejected: f.NewCounterVec(prometheus.CounterOpts{Name: "ledgerd_ingest_records_rejected_total",
 				Help: "Records refused by validation, by the field at fault."}, []string{"field"}),
