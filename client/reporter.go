@@ -62,7 +62,7 @@ type ReporterOptions struct {
 
 // Reporter sends attempt records to ledgerd in the background. Report never blocks: records are
 // queued and sent in batches by size (MaxBatch) and time (FlushInterval) by one goroutine, which
-// retries with backoff on 429, 5xx and network errors and never on other 4xx. A full queue drops
+// retries with backoff on 408, 429, 5xx and network errors and never on other 4xx. A full queue drops
 // records and counts them. Close sends what is queued. A Reporter is safe for concurrent use.
 type Reporter struct {
 	url       string // ledgerd's ingest URL
@@ -443,7 +443,7 @@ func (r *Reporter) post(body []byte, gzipped bool) (result, answer, time.Duratio
 			ans = answer{Accepted: -1}
 		}
 		return resultDone, ans, 0, ""
-	case code == http.StatusTooManyRequests || code >= 500:
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
 		wait, _ := retryAfter(resp.Header, time.Now())
 		return resultRetry, ans, wait, detail
 	case code == http.StatusRequestEntityTooLarge:

@@ -250,6 +250,13 @@ func TestReporterRetries(t *testing.T) {
 			}
 			return 200, nil
 		}, 0, 3, nil, 3, 0, 0},
+		// 408: ledgerd gave up waiting for the body (a slow network): retried
+		{"408 retried", func(n, _ int) (int, http.Header) {
+			if n == 1 {
+				return 408, nil
+			}
+			return 200, nil
+		}, 0, 2, nil, 3, 0, 0},
 		// a broken connection is retried like a 5xx
 		{"network error", func(n, _ int) (int, http.Header) {
 			if n == 1 {
