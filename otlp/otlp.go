@@ -113,6 +113,11 @@ func (r *receiver) export(c echo.Context) error {
 		var he *echo.HTTPError
 		if errors.As(err, &he) {
 			msg, _ := he.Message.(string)
+			if he.Code == http.StatusRequestTimeout {
+				// OTLP exporters retry 503 but not 408: a body cut off by its deadline is worth a retry.
+				c.Response().Header().Set("Retry-After", "1")
+				return reply(c, enc, http.StatusServiceUnavailable, &rpcstatus.Status{Code: int32(codes.Unavailable), Message: msg})
+			}
 			return reply(c, enc, he.Code, &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: msg})
 		}
 		return err
