@@ -92,24 +92,6 @@ func modelFromPath(path string) string {
 	return clean(m, schema.MaxNameLen)
 }
 
-// classByStatus is PROVIDERS.md's table from HTTP status to error class.
-var classByStatus = map[int]schema.ErrorClass{
-	http.StatusBadRequest:            schema.ErrorBadRequest,
-	http.StatusUnauthorized:          schema.ErrorAuth,
-	http.StatusPaymentRequired:       schema.ErrorQuotaExhausted,
-	http.StatusForbidden:             schema.ErrorPermission,
-	http.StatusNotFound:              schema.ErrorNotFound,
-	http.StatusRequestTimeout:        schema.ErrorTimeout,
-	http.StatusRequestEntityTooLarge: schema.ErrorRequestTooLarge,
-	http.StatusUnprocessableEntity:   schema.ErrorBadRequest,
-	http.StatusTooManyRequests:       schema.ErrorRateLimited,
-	http.StatusInternalServerError:   schema.ErrorServer,
-	http.StatusBadGateway:            schema.ErrorServer,
-	http.StatusServiceUnavailable:    schema.ErrorOverloaded,
-	http.StatusGatewayTimeout:        schema.ErrorTimeout,
-	529:                              schema.ErrorOverloaded,
-}
-
 // classByType maps the error types of error bodies and stream error events (Anthropic error.type,
 // OpenAI error.type and error.code, Google RPC status) to error classes.
 var classByType = map[string]schema.ErrorClass{
@@ -148,7 +130,7 @@ var quotaSigns = []string{"insufficient_quota", "credit balance is too low", "ex
 // the status decides when PROVIDERS.md's table lists it, refined to quota_exhausted for a 429 that
 // says the quota is spent; otherwise the body's error type, then the status range.
 func classifyHTTP(status int, e apiError) schema.ErrorClass {
-	if c, ok := classByStatus[status]; ok {
+	if c, ok := schema.ClassOfHTTPStatus(status); ok {
 		if c == schema.ErrorRateLimited && e.quotaSpent() {
 			return schema.ErrorQuotaExhausted
 		}
@@ -157,13 +139,7 @@ func classifyHTTP(status int, e apiError) schema.ErrorClass {
 	if c := e.class(); c != "" {
 		return c
 	}
-	switch {
-	case status >= 500:
-		return schema.ErrorServer
-	case status >= 400:
-		return schema.ErrorBadRequest
-	}
-	return schema.ErrorUnknown
+	return schema.ClassOfStatusRange(status)
 }
 
 // classifyFailure gives the status and class of an attempt that failed without a response, or whose

@@ -7,25 +7,6 @@ import (
 	"github.com/ledgerd/ledgerd/schema"
 )
 
-// classByStatus maps the HTTP statuses PROVIDERS.md lists (and the ones the Go client maps the same
-// way) to error classes.
-var classByStatus = map[int]schema.ErrorClass{
-	400: schema.ErrorBadRequest,
-	401: schema.ErrorAuth,
-	402: schema.ErrorQuotaExhausted,
-	403: schema.ErrorPermission,
-	404: schema.ErrorNotFound,
-	408: schema.ErrorTimeout,
-	413: schema.ErrorRequestTooLarge,
-	422: schema.ErrorBadRequest,
-	429: schema.ErrorRateLimited,
-	500: schema.ErrorServer,
-	502: schema.ErrorServer,
-	503: schema.ErrorOverloaded,
-	504: schema.ErrorTimeout,
-	529: schema.ErrorOverloaded,
-}
-
 // classByType maps error.type values, folded by typeKey, to error classes. Folding makes one entry
 // cover a provider's error type and the SDK exception named after it ("rate_limit_error" and
 // anthropic.RateLimitError both fold to "ratelimiterror"), and strips module paths
@@ -129,7 +110,7 @@ func typeKey(t string) string {
 // http.response.status_code (0 when absent) and its status message:
 //  1. a cancellation (error.type or message) makes the attempt cancelled;
 //  2. an error.type that is an HTTP status code stands for that status;
-//  3. an HTTP status in classByStatus decides, except that a 429 whose error.type says the quota
+//  3. an HTTP status schema.ClassOfHTTPStatus lists decides, except that a 429 whose error.type says the quota
 //     is spent is quota_exhausted;
 //  4. then error.type by classByType, then the hint words in error.type and in the message;
 //  5. then the status range (5xx server_error, 4xx bad_request); else unknown.
@@ -142,7 +123,7 @@ func classify(errType string, httpStatus int, message string) (schema.Status, sc
 		httpStatus = n
 	}
 	typeClass := classByType[key]
-	if c, ok := classByStatus[httpStatus]; ok {
+	if c, ok := schema.ClassOfHTTPStatus(httpStatus); ok {
 		if c == schema.ErrorRateLimited && typeClass == schema.ErrorQuotaExhausted {
 			return schema.StatusError, schema.ErrorQuotaExhausted
 		}
@@ -158,11 +139,5 @@ func classify(errType string, httpStatus int, message string) (schema.Status, sc
 			}
 		}
 	}
-	switch {
-	case httpStatus >= 500:
-		return schema.StatusError, schema.ErrorServer
-	case httpStatus >= 400:
-		return schema.StatusError, schema.ErrorBadRequest
-	}
-	return schema.StatusError, schema.ErrorUnknown
+	return schema.StatusError, schema.ClassOfStatusRange(httpStatus)
 }

@@ -103,3 +103,42 @@ const (
 
 // Earliest is the earliest started_at the ledger accepts.
 var Earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// classByHTTPStatus is the contract's mapping from the HTTP status of a failed provider call to its
+// error class (docs/record.md); the Go client and the OTLP receiver both classify with it.
+var classByHTTPStatus = map[int]ErrorClass{
+	400: ErrorBadRequest,
+	401: ErrorAuth,
+	402: ErrorQuotaExhausted,
+	403: ErrorPermission,
+	404: ErrorNotFound,
+	408: ErrorTimeout,
+	413: ErrorRequestTooLarge,
+	422: ErrorBadRequest,
+	429: ErrorRateLimited,
+	500: ErrorServer,
+	502: ErrorServer,
+	503: ErrorOverloaded,
+	504: ErrorTimeout,
+	529: ErrorOverloaded,
+}
+
+// ClassOfHTTPStatus returns the error class the contract gives an HTTP status, and false for a
+// status it does not list (callers then look at the error body before falling back to
+// ClassOfStatusRange).
+func ClassOfHTTPStatus(status int) (ErrorClass, bool) {
+	c, ok := classByHTTPStatus[status]
+	return c, ok
+}
+
+// ClassOfStatusRange is the last resort for an unlisted status: server_error for 5xx, bad_request
+// for 4xx, unknown otherwise.
+func ClassOfStatusRange(status int) ErrorClass {
+	switch {
+	case status >= 500:
+		return ErrorServer
+	case status >= 400:
+		return ErrorBadRequest
+	}
+	return ErrorUnknown
+}
