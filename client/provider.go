@@ -3,12 +3,8 @@ package client
 import (
 	"context"
 	"errors"
-	"math"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/ledgerd/ledgerd/schema"
@@ -157,39 +153,6 @@ func classifyFailure(ctx context.Context, err error) (schema.Status, schema.Erro
 		return schema.StatusError, schema.ErrorTimeout
 	}
 	return schema.StatusError, schema.ErrorConnection
-}
-
-// maxRetryAfter caps a Retry-After at the ledger's limit on retry_after_ms.
-const maxRetryAfter = schema.MaxLatencyMS * time.Millisecond
-
-// retryAfter reads how long a response asks the client to wait: retry-after-ms (OpenAI) or
-// retry-after in seconds or as an HTTP date. It returns false when neither is present and valid.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			if ms >= float64(schema.MaxLatencyMS) {
-				return maxRetryAfter, true
-			}
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 || math.IsNaN(s) {
-			return 0, false
-		}
-		if s >= maxRetryAfter.Seconds() {
-			return maxRetryAfter, true
-		}
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(now), 0), maxRetryAfter), true
-	}
-	return 0, false
 }
 
 // clean returns s when it is a text the ledger accepts (valid UTF-8, no control characters, at most

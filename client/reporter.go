@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ledgerd/ledgerd/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 )
 
@@ -444,7 +445,7 @@ func (r *Reporter) post(body []byte, gzipped bool) (result, answer, time.Duratio
 		}
 		return resultDone, ans, 0, ""
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
-		wait, _ := retryAfter(resp.Header, time.Now())
+		wait, _ := retryafter.Parse(resp.Header, time.Now())
 		return resultRetry, ans, wait, detail
 	case code == http.StatusRequestEntityTooLarge:
 		return resultTooLarge, ans, 0, detail

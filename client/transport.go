@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgerd/ledgerd/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 )
 
@@ -146,7 +147,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.a.ProviderRequestID == "" {
 		r.a.ProviderRequestID = clean(resp.Header.Get("X-Request-Id"), schema.MaxProviderReqLen)
 	}
-	if d, ok := retryAfter(resp.Header, t.now()); ok {
+	if d, ok := retryafter.Parse(resp.Header, t.now()); ok {
 		r.a.RetryAfterMS = d.Milliseconds()
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols { // a WebSocket session: its body is no response

@@ -15,13 +15,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 	"github.com/ledgerd/ledgerd/server"
 	"github.com/ledgerd/ledgerd/synth"
@@ -422,11 +422,9 @@ func (r *runner) send(ctx context.Context, body []byte, records int) (int, *serv
 // retryAfter reads a Retry-After header (seconds or an HTTP date), one second when absent, at most
 // 30 seconds, with up to 20% jitter so that shed clients do not return in step.
 func retryAfter(h string, now time.Time) time.Duration {
-	d := time.Second
-	if s, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && s >= 0 {
-		d = time.Duration(s) * time.Second
-	} else if t, err := http.ParseTime(h); err == nil {
-		d = t.Sub(now)
+	d, ok := retryafter.Parse(http.Header{"Retry-After": {h}}, now)
+	if !ok {
+		d = time.Second
 	}
 	d = min(max(d, 100*time.Millisecond), 30*time.Second)
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))

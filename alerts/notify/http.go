@@ -8,8 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
+
+	"github.com/ledgerd/ledgerd/retryafter"
 )
 
 // NewClient returns the HTTP client receivers share: it never follows redirects (a redirect could
@@ -53,29 +54,12 @@ func post(ctx context.Context, client *http.Client, target, token string, body [
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return false, nil
 	}
-	se := &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	se := &StatusError{Code: resp.StatusCode, RetryAfter: retryAfterOrZero(resp.Header)}
 	return Retryable(resp.StatusCode), fmt.Errorf("post to %s: %w", RedactURL(target), se)
 }
 
-// maxRetryAfter caps a Retry-After in seconds (a day), far beyond any retry budget.
-const maxRetryAfter = 24 * 60 * 60
-
-// retryAfter reads a Retry-After header: delay seconds or an HTTP date. It returns 0 when absent
-// or unreadable.
-func retryAfter(h string, now time.Time) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(h); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(min(s, maxRetryAfter)) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
+// retryAfterOrZero is the wait a response asks for, 0 when it names none (backoff then decides).
+func retryAfterOrZero(h http.Header) time.Duration {
+	d, _ := retryafter.Parse(h, time.Now())
+	return d
 }

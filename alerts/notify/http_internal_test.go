@@ -5,28 +5,6 @@ import (
 	"time"
 )
 
-func TestRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 10, 14, 10, 0, 0, 0, time.UTC)
-	cases := []struct {
-		name, header string
-		want         time.Duration
-	}{
-		{"absent", "", 0},                 // no header: the backoff decides
-		{"seconds", "7", 7 * time.Second}, // delay-seconds form
-		{"http date", "Wed, 14 Oct 2026 10:00:30 GMT", 30 * time.Second}, // HTTP-date form
-		{"date in the past", "Wed, 14 Oct 2026 09:00:00 GMT", 0},         // already passed: no wait
-		{"negative", "-3", 0},                   // nonsense: ignored
-		{"huge", "99999999999", 24 * time.Hour}, // capped, no overflow
-		{"garbage", "soon", 0},                  // unreadable: ignored
-	}
-	for _, c := range cases {
-		if got := retryAfter(c.header, now); got != c.want {
-			t.Errorf("%s: retryAfter(%q) = %s, want %s", c.name, c.header, got, c.want)
-		}
-	}
-}
-
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	r := Retrier{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Jitter: func() float64 { return 0 }}.withDefaults()
