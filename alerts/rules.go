@@ -148,17 +148,19 @@ FROM w JOIN series s ON s.project_id = $1 AND s.id = w.series_id
 GROUP BY 1, 2, 3, 4, 5, 6`
 
 // cacheCTE gathers cache activity per series and prompt hash over a window, from
-// rollup_cache_hourly and the raw edges (the same attempts rollup_cache_hourly counts).
+// rollup_cache_hourly and the raw edges (the same attempts rollup_cache_hourly counts). Prompt
+// hashes used once in their month are on the series' empty-hash rows of the rollup, counted by single_use;
+// on the raw edges every hash is its own group.
 const cacheCTE = `
 WITH w AS (
 	SELECT series_id, prompt_hash, calls, cache_write_calls, cache_read_calls, cache_write_tokens,
-		cost_nanos, nocache_cost_nanos, unpriced_attempts
+		cost_nanos, nocache_cost_nanos, unpriced_attempts, single_use
 	FROM rollup_cache_hourly
 	WHERE project_id = $1 AND bucket >= $3 AND bucket < $4
 	UNION ALL
 	SELECT series_id, coalesce(prompt_hash, ''), count(*), count(*) FILTER (WHERE cache_write_tokens > 0),
 		count(*) FILTER (WHERE cache_read_tokens > 0), sum(cache_write_tokens), coalesce(sum(cost_nanos), 0),
-		coalesce(sum(nocache_cost_nanos), 0), count(*) FILTER (WHERE cost_nanos IS NULL)
+		coalesce(sum(nocache_cost_nanos), 0), count(*) FILTER (WHERE cost_nanos IS NULL), 0
 	FROM attempts
 	WHERE project_id = $1 AND ` + rawRange + `
 		AND (cache_write_tokens > 0 OR cache_read_tokens > 0 OR prompt_hash IS NOT NULL)
@@ -170,17 +172,19 @@ const cacheSums = `sum(w.calls)::int8, sum(w.cache_write_calls)::int8, sum(w.cac
 	sum(w.cache_write_tokens)::int8, sum(w.cost_nanos)::int8, sum(w.nocache_cost_nanos)::int8,
 	sum(w.unpriced_attempts)::int8`
 
-// cacheBySeriesSQL sums cache activity per series, counting distinct prompt hashes.
+// cacheBySeriesSQL sums cache activity per series, counting distinct prompt hashes (a single-use
+// hash of the rollup seen again on a raw edge counts twice).
 const cacheBySeriesSQL = cacheCTE + `
 SELECT s.service, s.operation, s.model, s.provider, s.tenant, '', ` + cacheSums + `,
-	count(DISTINCT nullif(w.prompt_hash, ''))::int8
+	(count(DISTINCT nullif(w.prompt_hash, '')) + sum(w.single_use))::int8
 FROM w JOIN series s ON s.project_id = $1 AND s.id = w.series_id
 GROUP BY 1, 2, 3, 4, 5`
 
-// cacheByPromptSQL keeps prompt hashes apart, for rules that group by prompt_hash.
+// cacheByPromptSQL keeps prompt hashes apart, for rules that group by prompt_hash: the
+// empty-hash group holds the calls without a hash and those whose hash was used once.
 const cacheByPromptSQL = cacheCTE + `
 SELECT s.service, s.operation, s.model, s.provider, s.tenant, w.prompt_hash, ` + cacheSums + `,
-	CASE WHEN w.prompt_hash <> '' THEN 1 ELSE 0 END::int8
+	CASE WHEN w.prompt_hash <> '' THEN 1 ELSE sum(w.single_use) END::int8
 FROM w JOIN series s ON s.project_id = $1 AND s.id = w.series_id
 GROUP BY 1, 2, 3, 4, 5, 6`
 

@@ -21,7 +21,8 @@ const DefaultMinCalls = 10
 // own (Fallback true).
 //
 // Calls counts attempts: every attempt of the model on the aggregate row, the attempts naming the
-// hash on a hash row. Hit ratio is read / (input + written + read) tokens; savings_usd is
+// hash on a hash row. PromptHashes counts the distinct hashes of the aggregate row's calls;
+// SingleUseHashes those of them used by one call in their UTC month, which get no row of their own. Hit ratio is read / (input + written + read) tokens; savings_usd is
 // nocache_cost_usd - cost_usd over priced attempts (negative: caching cost money); the amounts
 // are nil when every call was unpriced. Broken means cache_write_calls reached the minimum and
 // nothing was ever read back; Explanation then says what that usually means.
@@ -33,6 +34,7 @@ type CacheRow struct {
 	Fallback         bool         `json:"fallback"`
 	PromptHash       *string      `json:"prompt_hash"`
 	PromptHashes     int64        `json:"prompt_hashes"`
+	SingleUseHashes  int64        `json:"single_use_hashes"`
 	Calls            int64        `json:"calls"`
 	CacheWriteCalls  int64        `json:"cache_write_calls"`
 	CacheReadCalls   int64        `json:"cache_read_calls"`
@@ -62,11 +64,11 @@ var cacheModelSQL = `SELECT s.service, s.operation, s.provider, s.model, r.fallb
 	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
 
 // cacheHashSQL reads rollup_cache_hourly over [$2, $3): the prompt hashes with at least $9 calls,
-// and (prompt_hash NULL) the number of distinct hashes each model saw. The rollup rows are added
-// up on a small integer standing for their (service, operation, provider, model), so the heavy
-// grouping never compares names. A prompt_hash that changes on every call makes one rollup row
-// per call, tens of thousands a week: they are grouped in a hash table (hashSettingsSQL gives it
-// the memory), several times faster than sorting them.
+// and (prompt_hash NULL) the number of distinct hashes each model saw and how many of them were
+// used once in their month. Those single-use hashes have no rows of their own (they are counted on
+// the series' empty-hash rows, see migration 00005), so a cache broken by a new hash on every call costs
+// one row per series and hour, not one per call. The rollup rows are added up on a small integer
+// standing for their (service, operation, provider, model), so the grouping never compares names.
 var cacheHashSQL = `WITH m AS (
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model
@@ -76,18 +78,22 @@ var cacheHashSQL = `WITH m AS (
 			sum8(c.cache_write_calls) AS cache_write_calls, sum8(c.cache_read_calls) AS cache_read_calls,
 			sum8(c.input_tokens) AS input_tokens, sum8(c.cache_write_tokens) AS cache_write_tokens,
 			sum8(c.cache_read_tokens) AS cache_read_tokens, sum8(c.cost_nanos) AS cost_nanos,
-			sum8(c.nocache_cost_nanos) AS nocache_cost_nanos, sum8(c.unpriced_attempts) AS unpriced_attempts
+			sum8(c.nocache_cost_nanos) AS nocache_cost_nanos, sum8(c.unpriced_attempts) AS unpriced_attempts,
+			sum8(c.single_use) AS single_use
 		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
-		WHERE c.project_id = $1 AND c.bucket >= $2 AND c.bucket < $3 AND c.prompt_hash <> ''
+		WHERE c.project_id = $1 AND c.bucket >= $2 AND c.bucket < $3
 		GROUP BY 1, 2, 3
 	), o AS (
-		SELECT model_id, fallback, prompt_hash, 0::int8 AS hashes, calls, cache_write_calls, cache_read_calls,
-			input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts
-		FROM h WHERE calls >= $9
+		SELECT model_id, fallback, prompt_hash, 0::int8 AS hashes, 0::int8 AS single_use, calls, cache_write_calls,
+			cache_read_calls, input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos,
+			unpriced_attempts
+		FROM h WHERE prompt_hash <> '' AND calls >= $9
 		UNION ALL
-		SELECT model_id, fallback, NULL, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM h GROUP BY 1, 2
+		SELECT model_id, fallback, NULL, count(*) FILTER (WHERE prompt_hash <> '') + sum8(single_use), sum8(single_use),
+			0, 0, 0, 0, 0, 0, 0, 0, 0
+		FROM h GROUP BY 1, 2
 	)
-	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.calls,
+	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.single_use, o.calls,
 		o.cache_write_calls, o.cache_read_calls, o.input_tokens, o.cache_write_tokens, o.cache_read_tokens,
 		o.cost_nanos, o.nocache_cost_nanos, o.unpriced_attempts
 	FROM o JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)`
@@ -121,7 +127,7 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return nil
 	})
 	eg.Go(func() (err error) {
-		hashes, err = s.scanCache(ectx, hashSettingsSQL, cacheHashSQL, []any{f.ProjectID, from, to,
+		hashes, err = s.scanCache(ectx, readSettingsSQL, cacheHashSQL, []any{f.ProjectID, from, to,
 			f.Service, f.Model, f.Tenant, f.Operation, f.Provider, minCalls}, true)
 		if err != nil {
 			return fmt.Errorf("cache prompts: %w", err)
@@ -142,7 +148,7 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		if h.hash != nil {
 			out = append(out, h.row())
 		} else if i, ok := byModel[h.key]; ok {
-			out[i].PromptHashes = h.hashes
+			out[i].PromptHashes, out[i].SingleUseHashes = h.hashes, h.singleUse
 		}
 	}
 	for i := range out {
@@ -158,10 +164,10 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 
 // cacheScan is one row of cacheModelSQL or cacheHashSQL.
 type cacheScan struct {
-	key    cacheKey
-	hash   *string
-	hashes int64
-	n      [9]int64 // calls, write calls, read calls, input, written, read, cost, nocache, unpriced
+	key               cacheKey
+	hash              *string
+	hashes, singleUse int64
+	n                 [9]int64 // calls, write calls, read calls, input, written, read, cost, nocache, unpriced
 }
 
 func (s *Service) scanCache(ctx context.Context, settings, sql string, args []any, withHash bool) ([]cacheScan, error) {
@@ -171,7 +177,7 @@ func (s *Service) scanCache(ctx context.Context, settings, sql string, args []an
 	)
 	dst := []any{&c.key.service, &c.key.operation, &c.key.provider, &c.key.model, &c.key.fallback}
 	if withHash {
-		dst = append(dst, &c.hash, &c.hashes)
+		dst = append(dst, &c.hash, &c.hashes, &c.singleUse)
 	}
 	for i := range c.n {
 		dst = append(dst, &c.n[i])

@@ -1,6 +1,10 @@
 package analytics
 
-import "math"
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
 
 // histogram is a merged latency histogram: counts[i] is the number of attempts in bucket lo+i,
 // where bucket b spans (2^((b-1)/16), 2^(b/16)] ms and bucket 0 holds 1 ms or less (Prometheus
@@ -33,6 +37,41 @@ func (h *histogram) add(lo int, counts []int64) {
 }
 
 func (h *histogram) merge(o *histogram) { h.add(o.lo, o.counts) }
+
+// errHistFormat reports a latency histogram that is not a one-dimensional int8[] without NULLs in
+// PostgreSQL's binary array format.
+var errHistFormat = errors.New("latency histogram: not a binary int8[]")
+
+// addBinary merges a rollup's histogram as PostgreSQL sends an int8[] in binary: dimensions, flags,
+// element type, each dimension's length and lower bound, then each element's length and value.
+// Reading it in place skips decoding thousands of arrays into slices per summary.
+func (h *histogram) addBinary(b []byte) error {
+	if len(b) < 12 {
+		return errHistFormat
+	}
+	ndim, nulls := binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
+	if ndim == 0 {
+		return nil // an empty array
+	}
+	if ndim != 1 || nulls != 0 || len(b) < 20 {
+		return errHistFormat
+	}
+	n, lo := int(int32(binary.BigEndian.Uint32(b[12:]))), int(int32(binary.BigEndian.Uint32(b[16:])))
+	body := b[20:]
+	if n < 0 || len(body) != n*12 {
+		return errHistFormat
+	}
+	counts := make([]int64, n)
+	for i := range counts {
+		e := body[i*12:]
+		if binary.BigEndian.Uint32(e) != 8 {
+			return errHistFormat
+		}
+		counts[i] = int64(binary.BigEndian.Uint64(e[4:]))
+	}
+	h.add(lo, counts)
+	return nil
+}
 
 func (h *histogram) total() int64 {
 	var n int64

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 )
@@ -116,5 +117,64 @@ func checkParamError(t *testing.T, err error) {
 	var pe *ParamError
 	if err != nil && (!errors.As(err, &pe) || pe.Param == "" || pe.Reason == "") {
 		t.Fatalf("error %v is not a ParamError naming a parameter", err)
+	}
+}
+
+// TestHistogramAddBinary reads int8[] values in PostgreSQL's binary array format, as the summary
+// receives latency histograms, and refuses any other shape.
+func TestHistogramAddBinary(t *testing.T) {
+	t.Parallel()
+	// arr renders a one-dimensional int8[] with lower bound lo.
+	arr := func(lo int32, vals ...int64) []byte {
+		b := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20}
+		b = append(b, byte(len(vals)>>24), byte(len(vals)>>16), byte(len(vals)>>8), byte(len(vals)))
+		b = append(b, byte(lo>>24), byte(lo>>16), byte(lo>>8), byte(lo))
+		for _, v := range vals {
+			b = append(b, 0, 0, 0, 8)
+			for s := 56; s >= 0; s -= 8 {
+				b = append(b, byte(v>>s))
+			}
+		}
+		return b
+	}
+	empty := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 20}
+	withNull := arr(3, 1)
+	withNull[7] = 1
+	cases := []struct {
+		name   string
+		in     [][]byte
+		lo     int
+		counts []int64
+		err    bool
+	}{
+		{"one", [][]byte{arr(37, 1, 0, 2)}, 37, []int64{1, 0, 2}, false},
+		{"merged below and above", [][]byte{arr(37, 1, 0, 2), arr(35, 5), arr(40, 1, 1)}, 35, []int64{5, 0, 1, 0, 2, 1, 1}, false},
+		{"negative bound", [][]byte{arr(-2, 4)}, -2, []int64{4}, false},
+		{"empty array", [][]byte{empty}, 0, nil, false},
+		{"short", [][]byte{arr(37, 1)[:10]}, 0, nil, true},
+		{"cut element", [][]byte{arr(37, 1, 2)[:30]}, 0, nil, true},
+		{"null flag", [][]byte{withNull}, 0, nil, true},
+		{"two dimensions", [][]byte{append([]byte{0, 0, 0, 2}, arr(1, 1)[4:]...)}, 0, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var h histogram
+			var err error
+			for _, b := range c.in {
+				if err = h.addBinary(b); err != nil {
+					break
+				}
+			}
+			if c.err {
+				if !errors.Is(err, errHistFormat) {
+					t.Fatalf("err %v, want errHistFormat", err)
+				}
+				return
+			}
+			if err != nil || h.lo != c.lo && len(c.counts) > 0 || !slices.Equal(h.counts, c.counts) {
+				t.Fatalf("got lo %d counts %v err %v, want lo %d counts %v", h.lo, h.counts, err, c.lo, c.counts)
+			}
+		})
 	}
 }

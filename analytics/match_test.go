@@ -161,7 +161,8 @@ func TestRollupsMatchRaw(t *testing.T) {
 			}
 			k := cacheKey(r.Service, r.Operation, r.Provider, r.Model, r.Fallback, h)
 			w, ok := raw[k]
-			got := rawCacheRow{r.Calls, r.CacheWriteCalls, r.CacheReadCalls, r.CacheWriteTokens, r.CacheReadTokens, int64(*r.CostUSD), int64(*r.NoCacheCostUSD)}
+			got := rawCacheRow{r.Calls, r.CacheWriteCalls, r.CacheReadCalls, r.CacheWriteTokens, r.CacheReadTokens,
+				int64(*r.CostUSD), int64(*r.NoCacheCostUSD), r.PromptHashes, r.SingleUseHashes}
 			if !ok || got != w {
 				t.Errorf("%s: %+v, raw %+v", k, got, w)
 			}

@@ -101,18 +101,31 @@ func rawProjection(ctx context.Context, pool *pgxpool.Pool, project int64, from,
 	return out, first, nil
 }
 
-// rawCacheSQL is the cache use per model and per prompt hash over [$2, $3).
-const rawCacheSQL = `SELECT s.service, s.operation, s.provider, s.model, a.fallback, a.prompt_hash,
-		GROUPING(a.prompt_hash) = 1, count(*), count(*) FILTER (WHERE a.cache_write_tokens > 0), count(*) FILTER (WHERE a.cache_read_tokens > 0),
-		sum(a.cache_write_tokens)::int8, sum(a.cache_read_tokens)::int8, coalesce(sum(a.cost_nanos), 0)::int8,
-		coalesce(sum(a.nocache_cost_nanos), 0)::int8
+// rawCacheSQL is the cache use per model and per prompt hash over [$2, $3). A hash used by one
+// call in its UTC month (counted over the whole month, not the range) is not listed on its own:
+// its call counts on the model's row only, as single-use.
+const rawCacheSQL = `WITH p AS (
+		SELECT date_trunc('month', started_at, 'UTC') AS month, prompt_hash, count(*) AS n
+		FROM attempts
+		WHERE project_id = $1 AND prompt_hash IS NOT NULL AND started_at >= date_trunc('month', $2::timestamptz, 'UTC')
+			AND started_at < date_trunc('month', $3::timestamptz, 'UTC') + interval '1 month'
+		GROUP BY 1, 2
+	)
+	SELECT s.service, s.operation, s.provider, s.model, a.fallback, CASE WHEN p.n >= 2 THEN a.prompt_hash END AS hash,
+		GROUPING(CASE WHEN p.n >= 2 THEN a.prompt_hash END) = 1, count(*), count(*) FILTER (WHERE a.cache_write_tokens > 0),
+		count(*) FILTER (WHERE a.cache_read_tokens > 0), sum(a.cache_write_tokens)::int8, sum(a.cache_read_tokens)::int8,
+		coalesce(sum(a.cost_nanos), 0)::int8, coalesce(sum(a.nocache_cost_nanos), 0)::int8,
+		count(DISTINCT a.prompt_hash), count(*) FILTER (WHERE p.n = 1)
 	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+		LEFT JOIN p ON p.month = date_trunc('month', a.started_at, 'UTC') AND p.prompt_hash = a.prompt_hash
 	WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3
 	GROUP BY GROUPING SETS ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6))`
 
-// rawCacheRow is one row of rawCacheSQL, keyed like the rollup's cache rows.
+// rawCacheRow is one row of rawCacheSQL, keyed like the rollup's cache rows. hashes and singleUse
+// are the model rows' distinct and single-use prompt hashes.
 type rawCacheRow struct {
 	calls, writeCalls, readCalls, written, read, cost, nocache int64
+	hashes, singleUse                                          int64
 }
 
 func rawCache(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time) (map[string]rawCacheRow, error) {
@@ -128,13 +141,14 @@ func rawCache(ctx context.Context, pool *pgxpool.Pool, project int64, from, to t
 		r                    rawCacheRow
 	)
 	_, err = pgx.ForEachRow(rows, []any{&svc, &op, &prov, &model, &fallback, &hash, &modelRow, &r.calls, &r.writeCalls,
-		&r.readCalls, &r.written, &r.read, &r.cost, &r.nocache}, func() error {
+		&r.readCalls, &r.written, &r.read, &r.cost, &r.nocache, &r.hashes, &r.singleUse}, func() error {
 		if hash == nil && !modelRow {
-			return nil // attempts naming no hash, below their model
+			return nil // attempts naming no hash, or a single-use one, below their model
 		}
 		h := "*"
 		if hash != nil {
 			h = *hash
+			r.hashes, r.singleUse = 1, 0
 		}
 		out[cacheKey(svc, op, prov, model, fallback, h)] = r
 		return nil

@@ -28,7 +28,7 @@ type RebuildResult struct {
 // The rebuild statements. Rollup columns and expressions come from package ingest, so a rebuilt
 // rollup counts exactly what the writer counts.
 var (
-	lockRollupsSQL = `LOCK TABLE rollup_hourly, rollup_daily, rollup_cache_hourly IN EXCLUSIVE MODE`
+	lockRollupsSQL = `LOCK TABLE rollup_hourly, rollup_daily, rollup_cache_hourly, cache_prefixes IN EXCLUSIVE MODE`
 
 	partitionsSQL = `SELECT c.relname FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
@@ -43,6 +43,8 @@ var (
 
 	deleteHourlySQL = `DELETE FROM rollup_hourly h WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "h.bucket") + `)`
 	deleteCacheSQL  = `DELETE FROM rollup_cache_hourly h WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "h.bucket") + `)`
+	// Months are covered whole or not at all (partitions are months).
+	deletePrefixesSQL = `DELETE FROM cache_prefixes p WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "p.month") + `)`
 
 	// $1: days to keep.
 	deleteDailySQL = `DELETE FROM rollup_daily d WHERE NOT (d.bucket = ANY($1::date[]))`
@@ -51,11 +53,31 @@ var (
 	// $1: the timezone; $2: local days not to count from raw attempts.
 	dailySQL = rollupInsert("rollup_daily", "(started_at AT TIME ZONE $1)::date",
 		"NOT ((started_at AT TIME ZONE $1)::date = ANY($2::date[]))")
+	// prefixesSQL counts every prompt_hash's calls per UTC month, with the series, hour and cache
+	// sums of the hashes used once, as the writer leaves them (see ingest's cacheFoldCTEs).
+	prefixesSQL = func() string {
+		var cols, exprs []string
+		for _, s := range ingest.CacheSums[1:] {
+			cols = append(cols, s.Col)
+			exprs = append(exprs, "CASE WHEN count(*) = 1 THEN "+s.Expr+" END")
+		}
+		return fmt.Sprintf(`INSERT INTO cache_prefixes (project_id, month, prompt_hash, calls, series_id, fallback, bucket, %s)
+			SELECT project_id, %s, prompt_hash, count(*), CASE WHEN count(*) = 1 THEN min(series_id) END,
+				CASE WHEN count(*) = 1 THEN bool_or(fallback) END, CASE WHEN count(*) = 1 THEN min(%s) END, %s
+			FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+			strings.Join(cols, ", "), ingest.MonthOf("started_at"), ingest.HourBucketExpr, strings.Join(exprs, ", "))
+	}()
+	// cacheSQL counts rollup_cache_hourly: a hash used once in its month on the series' empty-hash row.
 	cacheSQL = func() string {
 		cols, exprs := sumLists(ingest.CacheSums)
-		return fmt.Sprintf(`INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, %s)
-			SELECT project_id, %s, series_id, fallback, %s, %s
-			FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2`, cols, ingest.HourBucketExpr, ingest.CacheHashExpr, exprs, ingest.CacheWhere)
+		return fmt.Sprintf(`INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, %s, single_use)
+			SELECT project_id, %s, series_id, fallback, CASE WHEN prefix_calls >= 2 THEN prompt_hash ELSE '' END, %s,
+				count(*) FILTER (WHERE prefix_calls = 1)
+			FROM (SELECT a.*, p.calls AS prefix_calls
+				FROM attempts a LEFT JOIN cache_prefixes p ON p.project_id = a.project_id
+					AND p.month = %s AND p.prompt_hash = a.prompt_hash) a
+			WHERE %s GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2`, cols, ingest.HourBucketExpr, exprs,
+			ingest.MonthOf("a.started_at"), ingest.CacheWhere)
 	}()
 	// dailyFromHourlySQL recounts the local days $2 (timezone $1) from the hourly rollups.
 	dailyFromHourlySQL = func() string {
@@ -72,7 +94,7 @@ var (
 
 	setTimezoneSQL = `INSERT INTO settings (key, value) VALUES ('timezone', $1)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
-	analyzeRollupsSQL = `ANALYZE series, rollup_hourly, rollup_daily, rollup_cache_hourly`
+	analyzeRollupsSQL = `ANALYZE series, rollup_hourly, rollup_daily, rollup_cache_hourly, cache_prefixes`
 	countRollupsSQL   = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
 		(SELECT count(*) FROM rollup_cache_hourly)`
 )
@@ -148,6 +170,8 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (Rebuil
 			{"clear hourly rollups", deleteHourlySQL, []any{los, his}},
 			{"count hourly rollups", hourlySQL, nil},
 			{"clear cache rollups", deleteCacheSQL, []any{los, his}},
+			{"clear cache prefixes", deletePrefixesSQL, []any{los, his}},
+			{"count cache prefixes", prefixesSQL, nil},
 			{"count cache rollups", cacheSQL, nil},
 			{"clear daily rollups", deleteDailySQL, []any{keep}},
 			{"count daily rollups", dailySQL, []any{tz.String(), civilDays(lost.partial)}},

@@ -23,10 +23,17 @@ const snapshotSQL = `SELECT ((to_jsonb(r) - 'series_id' - 'latency_hist')
 func snapshot(t *testing.T, l *ledger) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, table := range []string{"rollup_hourly", "rollup_daily", "rollup_cache_hourly"} {
+	for _, table := range []string{"rollup_hourly", "rollup_daily", "rollup_cache_hourly", "cache_prefixes"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
-		if table == "rollup_cache_hourly" {
+		switch table {
+		case "rollup_cache_hourly": // a row emptied by moves equals no row
 			q = strings.Replace(q, ", 'hist', r.latency_hist::text", "", 1)
+			q = strings.Replace(q, "ORDER BY", "WHERE r.calls <> 0 ORDER BY", 1)
+		case "cache_prefixes": // what a hash's only call was means nothing once it has more
+			q = `SELECT (CASE WHEN r.calls = 1 THEN to_jsonb(r) - 'series_id' || jsonb_build_object('series', to_jsonb(s) - 'id')
+				ELSE jsonb_build_object('month', r.month, 'prompt_hash', r.prompt_hash, 'calls', r.calls) END)::text
+				FROM cache_prefixes r LEFT JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id AND r.calls = 1
+				ORDER BY 1`
 		}
 		rows, err := l.st.Pool.Query(context.Background(), q)
 		if err != nil {

@@ -600,21 +600,17 @@ func (s *Service) latencies(ctx context.Context, g grouping, args []any) (map[gk
 	keyDst, keyOf := g.scanTargets()
 	var (
 		fallback bool
-		h        pgtype.Array[int64]
+		h        pgtype.UndecodedBytes
 	)
 	hists := map[gkey]*histogram{}
 	if err := s.read(ctx, readSettingsSQL, fmt.Sprintf(latencySQL, g.columns()), args, append(keyDst, &fallback, &h), func() error {
-		if len(h.Dims) != 1 {
-			return nil
-		}
 		k := keyOf(fallback)
 		m, ok := hists[k]
 		if !ok {
 			m = &histogram{}
 			hists[k] = m
 		}
-		m.add(int(h.Dims[0].LowerBound), h.Elements)
-		return nil
+		return m.addBinary(h)
 	}); err != nil {
 		return nil, fmt.Errorf("summary latency: %w", err)
 	}

@@ -36,7 +36,9 @@ WHERE ` + seriesFilter + `
 GROUP BY 1, 2
 ORDER BY 1, 2`
 
-	brokenSQL = `SELECT s.service, s.provider, s.model, CASE WHEN r.prompt_hash = '' THEN '(none)' ELSE r.prompt_hash END AS prompt_hash,
+	// brokenSQL lists them; calls without a hash and those whose hash was used once in its month
+	// share the empty-hash row, shown as "(none or single-use)": a prefix that changes on every call.
+	brokenSQL = `SELECT s.service, s.provider, s.model, CASE WHEN r.prompt_hash = '' THEN '(none or single-use)' ELSE r.prompt_hash END AS prompt_hash,
   sum(r.cache_write_calls) AS write_calls, sum(r.cache_write_tokens) AS written_tokens, ` + savedDollars + ` AS saved
 ` + cached + `
 WHERE $__timeFilter(r.bucket) AND ` + filter + `

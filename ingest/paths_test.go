@@ -67,8 +67,13 @@ func variedBatch(n int) []schema.Attempt {
 		if rng.IntN(3) == 0 {
 			a.CacheReadTokens = 1 + rng.Int64N(4000)
 		}
-		if rng.IntN(3) == 0 {
+		switch rng.IntN(6) {
+		case 0: // a stable prompt
 			a.PromptHash = []string{"p1", "p2"}[rng.IntN(2)]
+		case 1: // a new prompt on every call: single-use hashes
+			a.PromptHash = fmt.Sprintf("u%d", i)
+		case 2: // a few calls each, in different commits and months: single-use calls move
+			a.PromptHash = fmt.Sprintf("r%d", i%50)
 		}
 		cost := flatPrice(&a).Cost
 		switch rng.IntN(4) {
@@ -104,17 +109,18 @@ func TestFastPathMatchesExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			recs := variedBatch(600)
+			const commits = 3
 			stored := attempt("stored", time.Date(2026, 10, 31, 20, 0, 0, 0, time.UTC), 1, schema.StatusOK)
 			cases := []struct {
 				name      string
-				batch     []schema.Attempt
+				extra     []schema.Attempt // added to each commit
 				want      ingest.Result
 				wantExact float64
 			}{
-				// Every record new: one COPY.
-				{"fast", recs, ingest.Result{Accepted: len(recs)}, 0},
+				// Every record new: one COPY per commit.
+				{"fast", nil, ingest.Result{Accepted: len(recs)}, 0},
 				// The stored record again makes the COPY fail: the exact path inserts the rest.
-				{"exact", append(append([]schema.Attempt(nil), recs...), stored), ingest.Result{Accepted: len(recs), Duplicates: 1}, 1},
+				{"exact", []schema.Attempt{stored}, ingest.Result{Accepted: len(recs), Duplicates: commits}, commits},
 			}
 			dumps := make([]string, len(cases))
 			var fastPool *pgxpool.Pool
@@ -130,9 +136,16 @@ func TestFastPathMatchesExact(t *testing.T) {
 				if _, err := w.Submit(ctx, p.ID, []schema.Attempt{stored}); err != nil {
 					t.Fatal(err)
 				}
-				got, err := w.Submit(ctx, p.ID, c.batch)
-				if err != nil {
-					t.Fatalf("%s: %v", c.name, err)
+				// Three commits in a row, so that later calls find the hashes of earlier ones.
+				var got ingest.Result
+				for k := range commits {
+					part := recs[k*len(recs)/commits : (k+1)*len(recs)/commits]
+					res, err := w.Submit(ctx, p.ID, append(append([]schema.Attempt(nil), part...), c.extra...))
+					if err != nil {
+						t.Fatalf("%s: %v", c.name, err)
+					}
+					got.Accepted += res.Accepted
+					got.Duplicates += res.Duplicates
 				}
 				if err := w.Close(ctx); err != nil {
 					t.Fatal(err)
@@ -168,17 +181,24 @@ func TestFastPathMatchesExact(t *testing.T) {
 	}
 }
 
-// dumpRollups renders the three rollup tables as sorted text, series named rather than numbered.
+// dumpRollups renders the rollup tables and cache_prefixes as sorted text, series named rather than numbered.
 func dumpRollups(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
 	var out []string
-	for _, q := range []struct{ table, hist string }{
-		{"rollup_hourly", "r.latency_hist::text"}, {"rollup_daily", "r.latency_hist::text"}, {"rollup_cache_hourly", "''"}} {
+	// A cache row emptied by moves equals no row; cache_prefixes' sums of a hash's only call mean
+	// nothing once it has more.
+	const join = "JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id"
+	for _, q := range []struct{ table, row, join, where string }{
+		{"rollup_hourly", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
+		{"rollup_daily", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
+		{"rollup_cache_hourly", "to_jsonb(r) - 'series_id'", join, "r.calls <> 0"},
+		{"cache_prefixes", "CASE WHEN r.calls = 1 THEN to_jsonb(r) - 'series_id' ELSE jsonb_build_object('month', r.month, " +
+			"'prompt_hash', r.prompt_hash, 'calls', r.calls) END", "LEFT " + join + " AND r.calls = 1", "TRUE"},
+	} {
 		var rows []string
 		sql := fmt.Sprintf(`SELECT coalesce(array_agg(line ORDER BY line), '{}') FROM (
-				SELECT concat_ws(' ', s.tenant, s.service, s.operation, s.provider, s.model, s.fallback_from,
-					to_jsonb(r) - 'series_id' - 'latency_hist', %s) AS line
-				FROM %s r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id) d`, q.hist, q.table)
+				SELECT concat_ws(' ', s.tenant, s.service, s.operation, s.provider, s.model, s.fallback_from, %s) AS line
+				FROM %s r %s WHERE %s) d`, q.row, q.table, q.join, q.where)
 		if err := pool.QueryRow(context.Background(), sql).Scan(&rows); err != nil {
 			t.Fatalf("dump %s: %v", q.table, err)
 		}

@@ -106,18 +106,13 @@ func buildInsertSQL() string {
 			latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)`,
 			table, strings.Join(ins, ", "), bucket, strings.Join(sel, ", "), LatencyHistExpr, strings.Join(set, ", "))
 	}
-	var cset, csel, cins []string
+	var csel []string
 	for _, s := range CacheSums {
-		cins = append(cins, s.Col)
-		csel = append(csel, s.Expr)
-		cset = append(cset, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
+		csel = append(csel, s.Expr+" AS "+s.Col)
 	}
-	cache := fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (project_id, bucket, series_id, fallback, prompt_hash, %s)
-		SELECT project_id, %s, series_id, fallback, %s, %s
-		FROM ins WHERE %s
-		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-		ON CONFLICT (project_id, bucket, series_id, fallback, prompt_hash) DO UPDATE SET %s`,
-		strings.Join(cins, ", "), HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere, strings.Join(cset, ", "))
+	newCache := fmt.Sprintf(`SELECT project_id, %s AS bucket, series_id, fallback, %s AS prompt_hash, %s
+		FROM ins WHERE %s GROUP BY 1, 2, 3, 4, 5`,
+		HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere)
 	return fmt.Sprintf(`WITH ins AS (
 		INSERT INTO attempts (%s)
 		SELECT * FROM unnest(%s) AS t(%s)
@@ -125,13 +120,13 @@ func buildInsertSQL() string {
 		RETURNING *
 	), hourly AS (%s
 	), daily AS (%s
-	), cache AS (%s
+	), %s, cache AS (%s
 	)
 	SELECT project_id, attempt_id, started_at FROM ins`,
 		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "),
 		upsert("rollup_hourly", HourBucketExpr),
 		upsert("rollup_daily", "(started_at AT TIME ZONE "+tz+")::date"),
-		cache)
+		cacheFoldCTEs(newCache), cacheFoldUpsert)
 }
 
 // Key columns of the rollups, in primary-key order, with the array type each is sent as.
@@ -149,15 +144,27 @@ var (
 
 // The fast path's rollup upserts: groups summed in Go (see sums.go), sent as arrays (keys, then
 // one int8 array per sum column, then the latency histograms as text) and added to the stored
-// rows. Rows are written in key order, as the slow path writes them, so concurrent flushes lock
+// rows; the cache groups go through the same fold (cacheFoldCTEs) as the exact path's. Rows are written in key order, as the slow path writes them, so concurrent flushes lock
 // rollup rows in the same order. Built once, at start-up.
 var (
-	hourlyUpsertSQL = buildUpsertSQL("rollup_hourly", rollupKeyCols, RollupSums, true)
-	dailyUpsertSQL  = buildUpsertSQL("rollup_daily", dailyKeyCols, RollupSums, true)
-	cacheUpsertSQL  = buildUpsertSQL("rollup_cache_hourly", cacheKeyCols, CacheSums, false)
+	hourlyUpsertSQL = buildUpsertSQL("rollup_hourly", rollupKeyCols, RollupSums)
+	dailyUpsertSQL  = buildUpsertSQL("rollup_daily", dailyKeyCols, RollupSums)
+	cacheUpsertSQL  = func() string {
+		var cols, params []string
+		for _, k := range cacheKeyCols {
+			cols = append(cols, k.col)
+			params = append(params, fmt.Sprintf("$%d::%s[]", len(params)+1, k.typ))
+		}
+		for _, s := range CacheSums {
+			cols = append(cols, s.Col)
+			params = append(params, fmt.Sprintf("$%d::int8[]", len(params)+1))
+		}
+		src := fmt.Sprintf("SELECT * FROM unnest(%s) AS t(%s)", strings.Join(params, ", "), strings.Join(cols, ", "))
+		return "WITH " + cacheFoldCTEs(src) + " " + cacheFoldUpsert
+	}()
 )
 
-func buildUpsertSQL(table string, key []struct{ col, typ string }, sums []Sum, hist bool) string {
+func buildUpsertSQL(table string, key []struct{ col, typ string }, sums []Sum) string {
 	var cols, params, sel, order, keys, set []string
 	for i, k := range key {
 		cols = append(cols, k.col)
@@ -172,15 +179,84 @@ func buildUpsertSQL(table string, key []struct{ col, typ string }, sums []Sum, h
 		sel = append(sel, s.Col)
 		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 	}
-	if hist {
-		cols = append(cols, "latency_hist")
-		params = append(params, fmt.Sprintf("$%d::text[]", len(params)+1))
-		sel = append(sel, "latency_hist::int8[]")
-		set = append(set, "latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)")
-	}
+	cols = append(cols, "latency_hist")
+	params = append(params, fmt.Sprintf("$%d::text[]", len(params)+1))
+	sel = append(sel, "latency_hist::int8[]")
+	set = append(set, "latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)")
 	return fmt.Sprintf(`INSERT INTO %s AS r (%s)
 		SELECT %s FROM unnest(%s) AS t(%s) ORDER BY %s
 		ON CONFLICT (%s) DO UPDATE SET %s`,
 		table, strings.Join(cols, ", "), strings.Join(sel, ", "), strings.Join(params, ", "),
 		strings.Join(cols, ", "), strings.Join(order, ", "), strings.Join(keys, ", "), strings.Join(set, ", "))
 }
+
+// cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their
+// rollup_cache_hourly rows (see migration 00005): src yields the new attempts' cache groups, as
+// (project_id, bucket, series_id, fallback, prompt_hash, the CacheSums columns), empty when none.
+// A group goes to its hash's row when the hash now has two or more calls in its UTC month, else
+// to the empty-hash row as single-use; when the hash had exactly one call before, that call (its series,
+// hour and sums kept in cache_prefixes) moves from the empty-hash row to the hash's row. The upsert locks
+// the cache_prefixes rows, so concurrent commits of the same hash count one after the other.
+func cacheFoldCTEs(src string) string {
+	if CacheSums[0].Col != "calls" {
+		panic("ingest: CacheSums must begin with calls")
+	}
+	var rest, hsum, first, ret, neg, pos, cs []string
+	for _, s := range CacheSums[1:] {
+		rest = append(rest, s.Col)
+		hsum = append(hsum, fmt.Sprintf("sum(%s)::int8 AS %s", s.Col, s.Col))
+		first = append(first, fmt.Sprintf("CASE WHEN calls = 1 THEN %s END", s.Col))
+		ret = append(ret, "p."+s.Col)
+		neg = append(neg, "-d."+s.Col)
+		pos = append(pos, "d."+s.Col)
+		cs = append(cs, "c."+s.Col)
+	}
+	return fmt.Sprintf(`c AS (%[1]s
+	), h AS (
+		SELECT project_id, %[2]s AS month, prompt_hash, sum(calls)::int8 AS calls,
+			min(series_id) AS series_id, bool_or(fallback) AS fallback, min(bucket) AS bucket, %[3]s
+		FROM c WHERE prompt_hash <> '' GROUP BY 1, 2, 3
+	), d AS (
+		INSERT INTO cache_prefixes AS p (project_id, month, prompt_hash, calls, series_id, fallback, bucket, %[4]s)
+		SELECT project_id, month, prompt_hash, calls, CASE WHEN calls = 1 THEN series_id END,
+			CASE WHEN calls = 1 THEN fallback END, CASE WHEN calls = 1 THEN bucket END, %[5]s
+		FROM h ORDER BY 1, 2, 3
+		ON CONFLICT (project_id, month, prompt_hash) DO UPDATE SET calls = p.calls + excluded.calls
+		RETURNING p.project_id, p.month, p.prompt_hash, p.calls, p.series_id, p.fallback, p.bucket, %[6]s
+	), moved AS (
+		SELECT d.* FROM d JOIN h USING (project_id, month, prompt_hash) WHERE d.calls - h.calls = 1
+	), m AS (
+		SELECT c.project_id, c.bucket, c.series_id, c.fallback,
+			CASE WHEN d.calls >= 2 THEN c.prompt_hash ELSE '' END AS prompt_hash, c.calls, %[7]s,
+			CASE WHEN d.calls = 1 THEN 1 ELSE 0 END AS single_use
+		FROM c LEFT JOIN d ON d.project_id = c.project_id AND d.month = %[8]s AND d.prompt_hash = c.prompt_hash
+		UNION ALL
+		SELECT d.project_id, d.bucket, d.series_id, d.fallback, '', -1, %[9]s, -1 FROM moved d
+		UNION ALL
+		SELECT d.project_id, d.bucket, d.series_id, d.fallback, d.prompt_hash, 1, %[10]s, 0 FROM moved d
+	)`, src, MonthOf("bucket"), strings.Join(hsum, ", "), strings.Join(rest, ", "), strings.Join(first, ", "),
+		strings.Join(ret, ", "), strings.Join(cs, ", "), MonthOf("c.bucket"), strings.Join(neg, ", "), strings.Join(pos, ", "))
+}
+
+// MonthOf is the SQL for the UTC month (its first instant) of the timestamptz expression t: the
+// month cache_prefixes counts a hash's calls in.
+func MonthOf(t string) string { return "date_trunc('month', " + t + ", 'UTC')" }
+
+// cacheFoldUpsert adds the rows laid out by cacheFoldCTEs (named m) to rollup_cache_hourly, in key
+// order.
+var cacheFoldUpsert = func() string {
+	var cols, sums, set []string
+	for _, s := range CacheSums {
+		cols = append(cols, s.Col)
+	}
+	cols = append(cols, "single_use")
+	for _, c := range cols {
+		sums = append(sums, fmt.Sprintf("sum(%s)::int8", c))
+		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", c, c, c))
+	}
+	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (project_id, bucket, series_id, fallback, prompt_hash, %s)
+		SELECT project_id, bucket, series_id, fallback, prompt_hash, %s FROM m
+		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+		ON CONFLICT (project_id, bucket, series_id, fallback, prompt_hash) DO UPDATE SET %s`,
+		strings.Join(cols, ", "), strings.Join(sums, ", "), strings.Join(set, ", "))
+}()

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/ledgerd/ledgerd/internal/dbtest"
@@ -39,5 +40,51 @@ func TestUpDownUp(t *testing.T) {
 	}
 	if got != latest {
 		t.Fatalf("up again reached %d, want %d", got, latest)
+	}
+}
+
+// TestCachePrefixesFold checks that migration 5 folds existing cache rollups in place: a
+// prompt_hash with one call in its UTC month moves onto its series' empty-hash row as single-use, one with
+// more keeps its rows, and cache_prefixes counts both.
+func TestCachePrefixesFold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	if err := migrations.Down(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	// (bucket, series, hash, calls, cost) of rollup_cache_hourly rows before the migration.
+	_, err := pool.Exec(ctx, `INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, calls,
+			cache_write_calls, cache_read_calls, input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos,
+			nocache_cost_nanos, unpriced_attempts)
+		SELECT 1, b::timestamptz, s, false, h, n, n, 0, 200 * n, 1000 * n, 0, c, 170000 * n, 0
+		FROM (VALUES ('2026-10-05 10:00Z', 1, 'once', 1, 195000), ('2026-10-05 10:00Z', 1, '', 2, 390000),
+			('2026-10-05 11:00Z', 2, 'twice', 1, 195000), ('2026-10-06 11:00Z', 2, 'twice', 1, 195000),
+			('2026-11-01 00:00Z', 1, 'twice', 1, 195000)) AS v(b, s, h, n, c)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var rollups, prefixes []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(concat_ws(' ', to_char(bucket AT TIME ZONE 'UTC', 'MM-DD HH24'), series_id,
+			quote_literal(prompt_hash), calls, cost_nanos, single_use) ORDER BY bucket, series_id, prompt_hash)
+		FROM rollup_cache_hourly`).Scan(&rollups); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT array_agg(concat_ws(' ', to_char(month AT TIME ZONE 'UTC', 'MM'), prompt_hash, calls,
+			series_id, to_char(bucket AT TIME ZONE 'UTC', 'MM-DD HH24'), cost_nanos) ORDER BY month, prompt_hash)
+		FROM cache_prefixes`).Scan(&prefixes); err != nil {
+		t.Fatal(err)
+	}
+	wantRollups := []string{"10-05 10 1 '' 3 585000 1", "10-05 11 2 'twice' 1 195000 0", "10-06 11 2 'twice' 1 195000 0",
+		"11-01 00 1 '' 1 195000 1"}
+	wantPrefixes := []string{"10 once 1 1 10-05 10 195000", "10 twice 2", "11 twice 1 1 11-01 00 195000"}
+	if !slices.Equal(rollups, wantRollups) {
+		t.Errorf("rollup_cache_hourly:\n got %q\nwant %q", rollups, wantRollups)
+	}
+	if !slices.Equal(prefixes, wantPrefixes) {
+		t.Errorf("cache_prefixes:\n got %q\nwant %q", prefixes, wantPrefixes)
 	}
 }

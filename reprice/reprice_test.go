@@ -115,6 +115,9 @@ func records(prefix string, n int, start time.Time, step time.Duration, a, b *pr
 		if i%9 == 1 {
 			r.PromptHash = "named-only"
 		}
+		if i%13 == 6 { // single-use: a new prompt on every call
+			r.PromptHash = fmt.Sprintf("%s-once-%d", prefix, i)
+		}
 		r.Batch = i%7 == 0
 		if i%10 == 7 {
 			r.Fallback, r.FallbackFrom = true, "claude-sonnet-5-5"
@@ -230,14 +233,30 @@ const (
 		output_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, reasoning_tokens,
 		cache_write_calls, cache_read_calls, cost_nanos, nocache_cost_nanos, unpriced_attempts, client_cost_nanos,
 		cost_mismatch_attempts, latency_sum_ms`
-	rawCache = `SELECT project_id, date_trunc('hour', started_at), series_id, fallback, coalesce(prompt_hash, ''),
-		count(*), count(*) FILTER (WHERE cache_write_tokens > 0), count(*) FILTER (WHERE cache_read_tokens > 0),
-		sum(input_tokens), sum(cache_write_tokens), sum(cache_read_tokens), coalesce(sum(cost_nanos), 0),
-		coalesce(sum(nocache_cost_nanos), 0), count(*) FILTER (WHERE cost_nanos IS NULL)
-		FROM attempts WHERE cache_write_tokens > 0 OR cache_read_tokens > 0 OR prompt_hash IS NOT NULL
+	// A hash used by one call in its UTC month counts on the series' empty-hash row, as single-use.
+	rawCache = `WITH p AS (
+			SELECT project_id, date_trunc('month', started_at, 'UTC') AS month, prompt_hash, count(*) AS n
+			FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3)
+		SELECT a.project_id, date_trunc('hour', a.started_at), a.series_id, a.fallback,
+		CASE WHEN p.n >= 2 THEN a.prompt_hash ELSE '' END,
+		count(*), count(*) FILTER (WHERE a.cache_write_tokens > 0), count(*) FILTER (WHERE a.cache_read_tokens > 0),
+		sum(a.input_tokens), sum(a.cache_write_tokens), sum(a.cache_read_tokens), coalesce(sum(a.cost_nanos), 0),
+		coalesce(sum(a.nocache_cost_nanos), 0), count(*) FILTER (WHERE a.cost_nanos IS NULL), count(*) FILTER (WHERE p.n = 1)
+		FROM attempts a LEFT JOIN p ON p.project_id = a.project_id AND p.month = date_trunc('month', a.started_at, 'UTC')
+			AND p.prompt_hash = a.prompt_hash
+		WHERE a.cache_write_tokens > 0 OR a.cache_read_tokens > 0 OR a.prompt_hash IS NOT NULL
 		GROUP BY 1, 2, 3, 4, 5`
 	cacheCols = `project_id, bucket, series_id, fallback, prompt_hash, calls, cache_write_calls, cache_read_calls,
-		input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts`
+		input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts, single_use`
+	// The calls of each hash per month, and the figures of a hash's only call.
+	rawPrefixes = `SELECT project_id, date_trunc('month', started_at, 'UTC'), prompt_hash, count(*),
+		CASE WHEN count(*) = 1 THEN min(series_id) END, CASE WHEN count(*) = 1 THEN coalesce(sum(cost_nanos), 0) END,
+		CASE WHEN count(*) = 1 THEN coalesce(sum(nocache_cost_nanos), 0) END,
+		CASE WHEN count(*) = 1 THEN count(*) FILTER (WHERE cost_nanos IS NULL) END
+		FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3`
+	prefixCols = `project_id, month, prompt_hash, calls, CASE WHEN calls = 1 THEN series_id END,
+		CASE WHEN calls = 1 THEN cost_nanos END, CASE WHEN calls = 1 THEN nocache_cost_nanos END,
+		CASE WHEN calls = 1 THEN unpriced_attempts END`
 )
 
 // checkRollups checks that every rollup table equals its recomputation from the raw attempts.
@@ -247,11 +266,12 @@ func (l ledger) checkRollups(t *testing.T) {
 	for _, c := range []struct{ table, raw, cols string }{
 		{"rollup_hourly", rawHourly, rollupCols},
 		{"rollup_daily", daily, rollupCols},
-		{"rollup_cache_hourly", rawCache, cacheCols},
+		{"rollup_cache_hourly WHERE calls <> 0", rawCache, cacheCols}, // a row emptied by moves equals none
+		{"cache_prefixes", rawPrefixes, prefixCols},
 	} {
 		var extra, missing int
-		q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT %[2]s FROM %[1]s EXCEPT %[3]s) x),
-			(SELECT count(*) FROM (%[3]s EXCEPT SELECT %[2]s FROM %[1]s) y)`, c.table, c.cols, c.raw)
+		q := fmt.Sprintf(`SELECT (SELECT count(*) FROM ((SELECT %[2]s FROM %[1]s) EXCEPT (%[3]s)) x),
+			(SELECT count(*) FROM ((%[3]s) EXCEPT (SELECT %[2]s FROM %[1]s)) y)`, c.table, c.cols, c.raw)
 		if err := l.pool.QueryRow(context.Background(), q).Scan(&extra, &missing); err != nil {
 			t.Fatalf("%s: %v", c.table, err)
 		}

@@ -85,8 +85,37 @@ var chunkSQL = buildChunkSQL()
 var applySQL = []applyStmt{
 	buildApply("rollup_hourly", "reprice_hourly", rollupKey, rollupDeltaCols),
 	buildApply("rollup_daily", "reprice_daily", rollupKey, rollupDeltaCols),
-	buildApply("rollup_cache_hourly", "reprice_cache", cacheKey, cacheDeltaCols),
+	prefixApply,
+	buildApply("rollup_cache_hourly", foldedCacheDeltas, cacheKey, cacheDeltaCols),
 }
+
+// prefixKey is the key of cache_prefixes; prefixDeltas are reprice_cache's deltas per prefix.
+var (
+	prefixKey    = []string{"project_id", "month", "prompt_hash"}
+	prefixDeltas = `(SELECT project_id, ` + ingest.MonthOf("bucket") + ` AS month, prompt_hash,
+		cost_nanos, nocache_cost_nanos, unpriced_attempts FROM reprice_cache WHERE prompt_hash <> '') x`
+)
+
+// prefixApply locks the cache_prefixes rows of every hash the reprice touched, whatever its
+// deltas add up to, so that no commit moves a single-use call between the empty-hash row and its hash's
+// row while foldedCacheDeltas decides where each delta goes; then it adds the deltas to the sums
+// cache_prefixes keeps of a hash's only call (calls = 1).
+var prefixApply = func() applyStmt {
+	a := buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols)
+	a.lock = fmt.Sprintf(`WITH d AS (SELECT DISTINCT %[1]s FROM %[2]s), l AS (
+			SELECT 1 FROM cache_prefixes r JOIN d USING (%[1]s) ORDER BY %[1]s FOR UPDATE OF r
+		) SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM l)`, strings.Join(prefixKey, ", "), prefixDeltas)
+	a.update = strings.Replace(a.update, "RETURNING 1", "AND r.calls = 1 RETURNING 1", 1)
+	return a
+}()
+
+// foldedCacheDeltas are reprice_cache's deltas on the rollup_cache_hourly rows that count them: a
+// hash used once in its month is counted on its series' empty-hash row (see migration 00005).
+var foldedCacheDeltas = `(SELECT x.project_id, x.bucket, x.series_id, x.fallback,
+		CASE WHEN p.calls >= 2 THEN x.prompt_hash ELSE '' END AS prompt_hash,
+		x.cost_nanos, x.nocache_cost_nanos, x.unpriced_attempts
+	FROM reprice_cache x LEFT JOIN cache_prefixes p ON p.project_id = x.project_id
+		AND p.month = ` + ingest.MonthOf("x.bucket") + ` AND p.prompt_hash = x.prompt_hash) f`
 
 type applyStmt struct {
 	table string
