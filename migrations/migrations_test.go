@@ -50,8 +50,17 @@ func TestCachePrefixesFold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	if err := migrations.Down(ctx, pool); err != nil {
-		t.Fatal(err)
+	for {
+		cur, _, err := migrations.Versions(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur == 4 {
+			break
+		}
+		if err := migrations.Down(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// (bucket, series, hash, calls, cost) of rollup_cache_hourly rows before the migration.
 	_, err := pool.Exec(ctx, `INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, calls,
@@ -86,5 +95,30 @@ func TestCachePrefixesFold(t *testing.T) {
 	}
 	if !slices.Equal(prefixes, wantPrefixes) {
 		t.Errorf("cache_prefixes:\n got %q\nwant %q", prefixes, wantPrefixes)
+	}
+}
+
+// TestHistMerge checks hist_merge, which adds two latency histograms stored with their own lower
+// bounds, where one covers the other, where they overlap on either side, and where they are apart.
+func TestHistMerge(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	cases := []struct{ a, b, want string }{
+		{"[3:5]={1,2,3}", "[4:4]={10}", "[3:5]={1,12,3}"},
+		{"[4:4]={10}", "[3:5]={1,2,3}", "[3:5]={1,12,3}"},
+		{"[3:5]={1,2,3}", "[1:3]={1,1,1}", "{1,1,2,2,3}"}, // PostgreSQL omits a lower bound of 1
+		{"[3:5]={1,2,3}", "[5:8]={1,1,1,1}", "[3:8]={1,2,4,1,1,1}"},
+		{"[0:1]={1,1}", "[4:5]={2,2}", "[0:5]={1,1,0,0,2,2}"},
+		{"[7:8]={5,5}", "[-2:-2]={1}", "[-2:8]={1,0,0,0,0,0,0,0,0,5,5}"},
+		{"[3:5]={1,2,3}", "", "[3:5]={1,2,3}"},
+	}
+	for _, c := range cases {
+		var got string
+		if err := pool.QueryRow(context.Background(), `SELECT hist_merge($1::int8[], nullif($2, '')::int8[])::text`, c.a, c.b).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("hist_merge(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
+		}
 	}
 }

@@ -3,11 +3,14 @@ package pricing
 import (
 	_ "embed"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 //go:embed catalog.yaml
@@ -21,7 +24,21 @@ type Catalog struct {
 	byProvider map[string]int
 	// byName maps a lower-case id or alias to the models that answer to it, in catalog order.
 	byName map[string][]int
+
+	// found remembers, by the caller's exact spelling, the index in models that a provider and
+	// model name found, so that pricing a record neither normalizes names nor allocates. The map
+	// is replaced whole, never changed, so readers need no lock; foundMu serializes writers.
+	found   atomic.Pointer[map[spelling]int]
+	foundMu sync.Mutex
 }
+
+// spelling is a provider and model name exactly as a caller wrote them.
+type spelling struct{ provider, model string }
+
+// maxFound bounds the spellings a catalog remembers. Real traffic uses a few dozen; the bound
+// keeps a stream of made-up variants (" gpt-4o", "  gpt-4o", ...) from growing it without limit.
+// Only names that found a model are remembered, so unknown names never take up room.
+const maxFound = 1024
 
 // Load returns the embedded catalog with the price file userFile merged on top ("" for none). The
 // file may be in the catalog format (YAML or JSON) or a LiteLLM price map; a model it defines
@@ -140,6 +157,49 @@ func NormalizeProvider(p string) string {
 // provider (the first in catalog order wins). A model name may carry its provider as a prefix
 // ("anthropic/claude-sonnet-5-5") and Gemini's "models/" prefix.
 func (c *Catalog) Lookup(provider, model string) (Model, bool) {
+	i, ok := c.find(provider, model)
+	if !ok {
+		return Model{}, false
+	}
+	return c.models[i].clone(), true
+}
+
+// find is Lookup without the copy: the index in c.models of the model provider and model name,
+// remembered by their exact spelling after the first time.
+func (c *Catalog) find(provider, model string) (int, bool) {
+	key := spelling{provider, model}
+	if found := c.found.Load(); found != nil {
+		if i, ok := (*found)[key]; ok {
+			return i, true
+		}
+	}
+	i, ok := c.resolve(provider, model)
+	if ok {
+		c.remember(key, i)
+	}
+	return i, ok
+}
+
+// remember records that key found the model at index i, unless maxFound spellings are known.
+func (c *Catalog) remember(key spelling, i int) {
+	c.foundMu.Lock()
+	defer c.foundMu.Unlock()
+	var old map[spelling]int
+	if p := c.found.Load(); p != nil {
+		old = *p
+	}
+	if len(old) >= maxFound {
+		return
+	}
+	next := make(map[spelling]int, len(old)+1)
+	maps.Copy(next, old)
+	// Copies, so that a name cut from a large buffer does not keep the buffer alive.
+	next[spelling{strings.Clone(key.provider), strings.Clone(key.model)}] = i
+	c.found.Store(&next)
+}
+
+// resolve normalizes provider and model name and finds the model's index in c.models.
+func (c *Catalog) resolve(provider, model string) (int, bool) {
 	prov := NormalizeProvider(provider)
 	name := strings.ToLower(strings.TrimSpace(model))
 	name = strings.TrimPrefix(name, "models/")
@@ -150,16 +210,13 @@ func (c *Catalog) Lookup(provider, model string) (Model, bool) {
 	}
 	if prov != "" {
 		i, ok := c.byProvider[prov+"\x00"+name]
-		if !ok {
-			return Model{}, false
-		}
-		return c.models[i].clone(), true
+		return i, ok
 	}
 	idx := c.byName[name]
 	if len(idx) == 0 {
-		return Model{}, false
+		return 0, false
 	}
-	return c.models[idx[0]].clone(), true
+	return idx[0], true
 }
 
 func (c *Catalog) hasProvider(p string) bool {

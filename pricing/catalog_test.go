@@ -3,10 +3,13 @@ package pricing
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,15 +54,77 @@ func TestLookup(t *testing.T) {
 		{"anthropic", "claude-sonnet-4-20250514", "anthropic/claude-sonnet-4-20250514"}, // the dated id is canonical here
 	}
 	for _, tc := range cases {
-		m, ok := c.Lookup(tc.provider, tc.model)
-		got := ""
-		if ok {
-			got = m.Provider + "/" + m.ID
-		}
-		if got != tc.want {
-			t.Errorf("Lookup(%q, %q) = %q, want %q", tc.provider, tc.model, got, tc.want)
+		// The second lookup answers from the spellings the catalog remembers.
+		for range 2 {
+			m, ok := c.Lookup(tc.provider, tc.model)
+			got := ""
+			if ok {
+				got = m.Provider + "/" + m.ID
+			}
+			if got != tc.want {
+				t.Errorf("Lookup(%q, %q) = %q, want %q", tc.provider, tc.model, got, tc.want)
+			}
 		}
 	}
+}
+
+// TestLookupRemembersBoundedly checks that the spellings a catalog remembers stay within maxFound,
+// that unknown names take no room, and that lookups past the bound still answer correctly.
+func TestLookupRemembersBoundedly(t *testing.T) {
+	t.Parallel()
+	c := embeddedCatalog(t)
+	for i := range maxFound + 10 {
+		if _, ok := c.Lookup("openai", fmt.Sprintf("no-such-model-%d", i)); ok {
+			t.Fatalf("no-such-model-%d found", i)
+		}
+	}
+	if found := c.found.Load(); found != nil {
+		t.Fatalf("%d unknown names remembered", len(*found))
+	}
+	for i := range maxFound + 10 {
+		name := strings.Repeat(" ", i) + "GPT-4o"
+		if m, ok := c.Lookup("openai", name); !ok || m.ID != "gpt-4o" {
+			t.Fatalf("Lookup(openai, %d spaces + GPT-4o) = %s, %v", i, m.ID, ok)
+		}
+	}
+	if n := len(*c.found.Load()); n != maxFound {
+		t.Errorf("%d spellings remembered, want the bound %d", n, maxFound)
+	}
+}
+
+// TestCostConcurrent prices the same records from several goroutines while the catalog learns
+// their spellings; run with -race it guards the remembered lookups.
+func TestCostConcurrent(t *testing.T) {
+	t.Parallel()
+	c := embeddedCatalog(t)
+	at := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	var usages []Usage
+	for _, m := range c.Models() {
+		for _, name := range append([]string{m.ID, strings.ToUpper(m.ID), m.Provider + "/" + m.ID}, m.Aliases...) {
+			usages = append(usages, Usage{Provider: m.Provider, Model: name, At: at, InputTokens: 1_000, OutputTokens: 100})
+		}
+	}
+	fresh := embeddedCatalog(t)
+	want := make([]Cost, len(usages))
+	for i, u := range usages {
+		var err error
+		if want[i], err = fresh.CostTimes(u, big.NewRat(1, 1)); err != nil && !errors.Is(err, ErrUnpriced) {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 20 * len(usages) {
+				i := (k + g*7) % len(usages)
+				if got, _ := c.Cost(usages[i]); got != want[i] {
+					t.Errorf("Cost(%s) = %+v, want %+v", usages[i].Model, got, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestLookupReturnsCopies(t *testing.T) {

@@ -2,16 +2,30 @@ package pricing
 
 import (
 	"fmt"
+	"math"
 	"math/big"
+	"math/bits"
 
 	"github.com/ledgerd/ledgerd/money"
 )
 
 // Cost prices one request. It fails with ErrUnpriced when the model is unknown, has no price in
 // effect at u.At, or (for a batch request) has no known batch price; with ErrUsage when the token
-// counts are impossible.
+// counts are impossible. It runs in int64 when every intermediate provably fits, which covers any
+// real request, and falls back to CostTimes's exact rational arithmetic otherwise; both give the
+// same result.
 func (c *Catalog) Cost(u Usage) (Cost, error) {
-	return c.CostTimes(u, big.NewRat(1, 1))
+	if err := checkTokens(u); err != nil {
+		return Cost{}, err
+	}
+	m, p, err := c.priceIn(u)
+	if err != nil {
+		return Cost{}, err
+	}
+	if out, ok, err := priceOne(m, p, u); ok {
+		return out, err
+	}
+	return price(*m, *p, u, 1, big.NewRat(1, 1))
 }
 
 // CostTimes prices n identical requests like u, n being any non-negative rational (an average
@@ -28,27 +42,42 @@ func (c *Catalog) CostTimes(u Usage, n *big.Rat) (Cost, error) {
 // approximation otherwise, since a provider judges each request on its own. requests must be
 // positive, or zero for a usage of no tokens.
 func (c *Catalog) CostAggregate(u Usage, requests int64, n *big.Rat) (Cost, error) {
-	if err := checkUsage(u, n); err != nil {
+	if err := checkTokens(u); err != nil {
 		return Cost{}, err
+	}
+	if n == nil || n.Sign() < 0 {
+		return Cost{}, fmt.Errorf("%w: the number of requests must be a non-negative number", ErrUsage)
 	}
 	totalIn := u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens
 	if requests < 0 || requests == 0 && totalIn+u.OutputTokens > 0 {
 		return Cost{}, fmt.Errorf("%w: usage of %d requests", ErrUsage, requests)
 	}
-	m, ok := c.Lookup(u.Provider, u.Model)
-	if !ok {
-		return Cost{}, fmt.Errorf("%w: no price for model %q of provider %q", ErrUnpriced, u.Model, u.Provider)
+	m, p, err := c.priceIn(u)
+	if err != nil {
+		return Cost{}, err
 	}
-	p, ok := m.PriceAt(u.At)
+	return price(*m, *p, u, max(requests, 1), n)
+}
+
+// priceIn finds u's model and the price version in effect at u.At. Both are the catalog's own:
+// callers must not change them.
+func (c *Catalog) priceIn(u Usage) (*Model, *Price, error) {
+	i, ok := c.find(u.Provider, u.Model)
 	if !ok {
-		return Cost{}, fmt.Errorf("%w: %s/%s has no price in effect at %s (its first price starts %s)",
+		return nil, nil, fmt.Errorf("%w: no price for model %q of provider %q", ErrUnpriced, u.Model, u.Provider)
+	}
+	m := &c.models[i]
+	v := priceIndex(m.Prices, u.At)
+	if v < 0 {
+		return nil, nil, fmt.Errorf("%w: %s/%s has no price in effect at %s (its first price starts %s)",
 			ErrUnpriced, m.Provider, m.ID, u.At.UTC().Format("2006-01-02 15:04:05Z07:00"),
 			m.Prices[0].EffectiveFrom.Format("2006-01-02"))
 	}
-	return price(m, p, u, max(requests, 1), n)
+	return m, &m.Prices[v], nil
 }
 
-func checkUsage(u Usage, n *big.Rat) error {
+// checkTokens rejects token counts that no request can have.
+func checkTokens(u Usage) error {
 	for _, v := range []int64{u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheWrite1hTokens, u.CacheReadTokens, u.ReasoningTokens} {
 		if v < 0 {
 			return fmt.Errorf("%w: negative token count", ErrUsage)
@@ -60,10 +89,101 @@ func checkUsage(u Usage, n *big.Rat) error {
 	if u.ReasoningTokens > u.OutputTokens {
 		return fmt.Errorf("%w: reasoning tokens (%d) exceed output tokens (%d)", ErrUsage, u.ReasoningTokens, u.OutputTokens)
 	}
-	if n == nil || n.Sign() < 0 {
-		return fmt.Errorf("%w: the number of requests must be a non-negative number", ErrUsage)
-	}
 	return nil
+}
+
+// noBatchPrice is the error for a batch request on a version without a batch discount.
+func noBatchPrice(p *Price) error {
+	return fmt.Errorf("%w: %s has no batch price", ErrUnpriced, p.Key)
+}
+
+// maxFastTokens bounds each token count priceOne accepts: 2^40 is over a trillion tokens, far
+// beyond any request, and keeps the sum of the four kinds below 2^42.
+const maxFastTokens = 1 << 40
+
+// nanosDen is the denominator of priceOne's scale: an amount in nano-dollars per million tokens ×
+// (parts per billion kept after the batch discount) / 1e15 is nano-dollars.
+const nanosDen = 1_000_000 * uint64(ratioOne)
+
+// priceOne prices one request, u, with version p of model m, as price(m, p, u, 1, 1) does but in
+// machine integers. u's counts must have passed checkTokens. ok is false, and the caller must use
+// price, when the counts, rates or batch discount are outside the bounds under which every
+// intermediate provably fits in int64:
+//
+//   - every count is below 2^40 (so total input cannot wrap), and every rate used and the
+//     discount are non-negative, the discount at most 1;
+//   - (input + output + cache writes + cache reads) × the largest rate used is at most
+//     MaxInt64. Every component, Total and NoCache is at most that product (reasoning and 1-hour
+//     writes are parts of output and writes), so every amount fits;
+//   - each amount a is scaled as a × keep / 1e15 with keep ≤ 1e9: the 128-bit product is below
+//     2^93, its high word below 2^29 < 1e15 as bits.Div64 needs, and the quotient below 2^44.
+//
+// The rounding is price's: half away from zero, once per figure, and the amounts are never
+// negative.
+func priceOne(m *Model, p *Price, u Usage) (out Cost, ok bool, err error) {
+	if max(u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens) >= maxFastTokens {
+		return Cost{}, false, nil
+	}
+	totalIn := u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens
+	rates, long := &p.Rates, false
+	for i := range p.LongContext {
+		if totalIn > p.LongContext[i].AboveInputTokens {
+			rates, long = &p.LongContext[i].Rates, true
+		}
+	}
+	keep := uint64(ratioOne)
+	if u.Batch {
+		if p.BatchDiscount == nil {
+			return Cost{}, true, noBatchPrice(p)
+		}
+		d := *p.BatchDiscount
+		if d < 0 || d > ratioOne {
+			return Cost{}, false, nil
+		}
+		keep = uint64(ratioOne - d)
+	}
+	top := max(rates.Input, rates.Output, rates.CacheWrite5m, rates.CacheWrite1h, rates.CacheRead)
+	low := min(rates.Input, rates.Output, rates.CacheWrite5m, rates.CacheWrite1h, rates.CacheRead)
+	if rates.Reasoning != nil {
+		top, low = max(top, *rates.Reasoning), min(low, *rates.Reasoning)
+	}
+	if low < 0 {
+		return Cost{}, false, nil
+	}
+	if hi, lo := bits.Mul64(uint64(totalIn+u.OutputTokens), uint64(top)); hi != 0 || lo > math.MaxInt64 {
+		return Cost{}, false, nil
+	}
+
+	output := u.OutputTokens * int64(rates.Output)
+	if rates.Reasoning != nil {
+		output = (u.OutputTokens-u.ReasoningTokens)*int64(rates.Output) + u.ReasoningTokens*int64(*rates.Reasoning)
+	}
+	input := u.InputTokens * int64(rates.Input)
+	write5m := (u.CacheWriteTokens - u.CacheWrite1hTokens) * int64(rates.CacheWrite5m)
+	write1h := u.CacheWrite1hTokens * int64(rates.CacheWrite1h)
+	read := u.CacheReadTokens * int64(rates.CacheRead)
+	return Cost{
+		Total:        scaleNanos(input+output+write5m+write1h+read, keep),
+		Input:        scaleNanos(input, keep),
+		Output:       scaleNanos(output, keep),
+		CacheWrite5m: scaleNanos(write5m, keep),
+		CacheWrite1h: scaleNanos(write1h, keep),
+		CacheRead:    scaleNanos(read, keep),
+		NoCache:      scaleNanos(totalIn*int64(rates.Input)+output, keep),
+		LongContext:  long,
+		Version:      m.version(*p),
+	}, true, nil
+}
+
+// scaleNanos returns a × keep / 1e15 rounded half away from zero, for 0 ≤ a ≤ MaxInt64 and
+// keep ≤ 1e9 (see priceOne for why it cannot overflow).
+func scaleNanos(a int64, keep uint64) money.Nanos {
+	hi, lo := bits.Mul64(uint64(a), keep)
+	q, r := bits.Div64(hi, lo, nanosDen)
+	if r >= nanosDen-r {
+		q++
+	}
+	return money.Nanos(q)
 }
 
 // price applies version p of model m to u, which sums requests requests, n times.

@@ -2,6 +2,7 @@ package pricing
 
 import (
 	"errors"
+	"math"
 	"math/big"
 	"testing"
 	"time"
@@ -390,5 +391,122 @@ func TestCachingFigures(t *testing.T) {
 	}
 	if big.NewRat(int64(one.Total), int64(one.NoCache)).Cmp(big.NewRat(5, 4)) != 0 {
 		t.Errorf("one write: total %s, nocache %s, want a 1.25 ratio", one.Total, one.NoCache)
+	}
+}
+
+// TestCostFastPath checks Cost's int64 path against the rational path on every price version of
+// the embedded catalog and on synthetic prices at its bounds, and that it is taken where it should
+// be: fast says whether priceOne may answer on its own.
+func TestCostFastPath(t *testing.T) {
+	t.Parallel()
+	emb := embeddedCatalog(t)
+	usages := []struct {
+		name string
+		u    Usage
+		fast bool
+	}{
+		// nothing used costs nothing
+		{"empty", Usage{}, true},
+		// every kind of token, 1-hour writes and reasoning included
+		{"all kinds", Usage{InputTokens: 3_214, OutputTokens: 1_187, ReasoningTokens: 612, CacheWriteTokens: 12_480,
+			CacheWrite1hTokens: 4_096, CacheReadTokens: 48_913}, true},
+		// the same as a batch request: halved, or unpriced where the batch price is unknown
+		{"batch", Usage{InputTokens: 3_214, OutputTokens: 1_187, ReasoningTokens: 612, CacheWriteTokens: 12_480,
+			CacheWrite1hTokens: 4_096, CacheReadTokens: 48_913, Batch: true}, true},
+		// at each threshold of the catalog (100K, 200K, 272K): not above it
+		{"at 100K", Usage{InputTokens: 40_000, CacheReadTokens: 60_000, OutputTokens: 1}, true},
+		{"at 200K", Usage{InputTokens: 150_000, CacheWriteTokens: 50_000, OutputTokens: 1}, true},
+		{"at 272K", Usage{InputTokens: 72_000, CacheReadTokens: 200_000, OutputTokens: 1}, true},
+		// one token above each threshold: the whole request at the tier's prices
+		{"above 100K", Usage{InputTokens: 40_001, CacheReadTokens: 60_000, OutputTokens: 1}, true},
+		{"above 200K", Usage{InputTokens: 150_000, CacheWriteTokens: 50_001, CacheWrite1hTokens: 1, OutputTokens: 1}, true},
+		{"above 272K", Usage{InputTokens: 72_001, CacheReadTokens: 200_000, OutputTokens: 9, Batch: true}, true},
+		// odd counts that round in both directions
+		{"rounding", Usage{InputTokens: 333, OutputTokens: 9, CacheReadTokens: 7, CacheWriteTokens: 3, CacheWrite1hTokens: 1}, true},
+		// a count of 2^40 is more than the fast path vouches for
+		{"2^40 tokens", Usage{InputTokens: 1 << 40}, false},
+		// impossible counts fail before any arithmetic, with the rational path's error
+		{"negative", Usage{InputTokens: -1}, true},
+	}
+	for i := range emb.models {
+		m := &emb.models[i]
+		for j := range m.Prices {
+			p := &m.Prices[j]
+			for _, tc := range usages {
+				u := tc.u
+				u.Provider, u.Model, u.At = m.Provider, m.ID, p.EffectiveFrom
+				sameCost(t, emb, u)
+				if checkTokens(u) != nil {
+					continue
+				}
+				if _, ok, _ := priceOne(m, p, u); ok != tc.fast {
+					t.Errorf("%s on %s: fast path taken %v, want %v", tc.name, p.Key, ok, tc.fast)
+				}
+			}
+		}
+	}
+
+	// Synthetic prices at the fast path's bounds: a rate such that 7 tokens cost exactly
+	// MaxInt64 in nano-dollars per million tokens.
+	const edge = money.Nanos(math.MaxInt64 / 7)
+	half, over, negative := Ratio(ratioOne/2), Ratio(ratioOne+1), Ratio(-1)
+	synthetic := []struct {
+		name     string
+		rates    Rates
+		discount *Ratio
+		u        Usage
+		fast     bool
+	}{
+		// 7 × edge is MaxInt64: still fast
+		{"product at MaxInt64", Rates{Input: edge}, nil, Usage{InputTokens: 7}, true},
+		// 8 × edge is not
+		{"product above MaxInt64", Rates{Input: edge}, nil, Usage{InputTokens: 8}, false},
+		// the bound counts the largest rate used, the reasoning rate included
+		{"reasoning rate at the bound", Rates{Input: 1, Reasoning: new(edge)}, nil, Usage{OutputTokens: 7, ReasoningTokens: 7}, true},
+		{"reasoning rate over the bound", Rates{Input: 1, Reasoning: new(edge)}, &half, Usage{OutputTokens: 8, ReasoningTokens: 1, Batch: true}, false},
+		// so large a cost does not fit in nano-dollars: the rational path's range error
+		{"out of range", Rates{Output: money.Nanos(math.MaxInt64)}, nil, Usage{OutputTokens: 1 << 30}, false},
+		// rates below zero and discounts outside [0, 1] are left to the rational path
+		{"negative rate", Rates{Input: 5, CacheRead: -3}, nil, Usage{InputTokens: 7, CacheReadTokens: 1}, false},
+		{"discount above 1", Rates{Input: 5}, &over, Usage{InputTokens: 7, Batch: true}, false},
+		{"negative discount", Rates{Input: 5}, &negative, Usage{InputTokens: 7, Batch: true}, false},
+		// a discount outside [0, 1] does not matter when the request is not a batch
+		{"discount unused", Rates{Input: 5}, &over, Usage{InputTokens: 7}, true},
+	}
+	for _, tc := range synthetic {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := Price{Key: "synthetic/m@2026-01-01#0", EffectiveFrom: jan, Source: "test", Rates: tc.rates, BatchDiscount: tc.discount}
+			c, err := build([]Model{{Provider: "synthetic", ID: "m", Prices: []Price{p}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := tc.u
+			u.Provider, u.Model, u.At = "synthetic", "m", jan
+			sameCost(t, c, u)
+			if _, ok, _ := priceOne(&c.models[0], &c.models[0].Prices[0], u); ok != tc.fast {
+				t.Errorf("fast path taken %v, want %v", ok, tc.fast)
+			}
+		})
+	}
+}
+
+// TestCostAllocations guards the per-record hot path: once a spelling has been seen, pricing a
+// record allocates nothing, whatever the case of its names.
+func TestCostAllocations(t *testing.T) {
+	c := embeddedCatalog(t)
+	at := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	for _, u := range []Usage{
+		{Provider: "anthropic", Model: "claude-sonnet-4-5-20250929", At: at, InputTokens: 10, CacheWriteTokens: 5, CacheWrite1hTokens: 2, CacheReadTokens: 300_000},
+		{Provider: "OpenAI", Model: " GPT-6.1-Sol", At: at, InputTokens: 10, OutputTokens: 20, ReasoningTokens: 5},
+		{Provider: "", Model: "gemini/gemini-4-argon", At: at, InputTokens: 10, Batch: true},
+	} {
+		if n := testing.AllocsPerRun(100, func() {
+			if _, err := c.Cost(u); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("Cost(%s, %s) allocates %v times a call", u.Provider, u.Model, n)
+		}
 	}
 }

@@ -36,12 +36,14 @@
 // # Rounding
 //
 // Prices are held exactly as integer nano-dollars per million tokens. A cost is computed exactly
-// in big integers: each component is tokens × price per million × (1 − batch discount), the
-// components are summed exactly, and the sum is divided by one million and rounded half away from
-// zero to whole nano-dollars once per record. Each component of the breakdown is rounded the same
-// way on its own, so the components may differ from Total by a few nano-dollars; Total is the
-// amount of record. Imported prices with more than nine decimals per million tokens (LiteLLM's
-// per-token floats written to more than fifteen places) are rounded to nine, half away from zero.
+// (in int64 when every intermediate provably fits, as for any real request, and in big integers
+// otherwise, to the same result): each component is tokens × price per million × (1 − batch
+// discount), the components are summed exactly, and the sum is divided by one million and rounded
+// half away from zero to whole nano-dollars once per record. Each component of the breakdown is
+// rounded the same way on its own, so the components may differ from Total by a few nano-dollars;
+// Total is the amount of record. Imported prices with more than nine decimals per million tokens
+// (LiteLLM's per-token floats written to more than fifteen places) are rounded to nine, half away
+// from zero.
 //
 // # Out of scope
 //
@@ -156,12 +158,21 @@ type Model struct {
 // PriceAt returns the price version in effect at t: the latest one that took effect at or
 // before t.
 func (m Model) PriceAt(t time.Time) (Price, bool) {
-	for i := len(m.Prices) - 1; i >= 0; i-- {
-		if !m.Prices[i].EffectiveFrom.After(t) {
-			return m.Prices[i], true
-		}
+	if i := priceIndex(m.Prices, t); i >= 0 {
+		return m.Prices[i], true
 	}
 	return Price{}, false
+}
+
+// priceIndex is the index in prices, ascending by EffectiveFrom, of the version in effect at t,
+// or -1 for none.
+func priceIndex(prices []Price, t time.Time) int {
+	for i := len(prices) - 1; i >= 0; i-- {
+		if !prices[i].EffectiveFrom.After(t) {
+			return i
+		}
+	}
+	return -1
 }
 
 // version names p as a Version of m.

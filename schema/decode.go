@@ -47,6 +47,16 @@ type Batch struct {
 // Len is the number of records the body held, valid or not.
 func (b *Batch) Len() int { return len(b.Records) + len(b.Rejected) }
 
+// add appends the outcome of decoding the record at position i of the body.
+func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
+	if ferr != nil {
+		b.Rejected = append(b.Rejected, Rejection{Index: i, Field: ferr.Field, Error: ferr.Error()})
+		return
+	}
+	b.Records = append(b.Records, a)
+	b.Index = append(b.Index, i)
+}
+
 // ErrBody reports a body that cannot be parsed as a whole: not JSON, not an object or array, or
 // broken JSON inside an array.
 var ErrBody = errors.New("unparseable body")
@@ -117,16 +127,34 @@ type wire struct {
 // DecodeBody reads an ingest body: one JSON object, a JSON array of objects, or (ndjson) one object
 // per line. Records that fail decoding or validation are listed in Rejected; the error is non-nil
 // only when the body as a whole cannot be read.
+//
+// A body that is an object or an array of objects, well formed and followed by nothing but white
+// space, is split by a scanner that reads it once; any other body (broken, empty, with elements that
+// are not objects, or whose reading fails) goes to the encoding/json splitter, which reads again what
+// was read so far and then the rest, so that its outcome and error are the ones given.
 func DecodeBody(r io.Reader, ndjson bool, now time.Time) (Batch, error) {
+	if ndjson {
+		return decodeBodyJSON(r, true, now, DecodeRecord)
+	}
+	body := bodyReader{r: r}
+	defer body.release()
+	if b, ok := body.split(now); ok {
+		return b, nil
+	}
+	return decodeBodyJSON(body.replay(), false, now, DecodeRecord)
+}
+
+// recordDecoder decodes and validates one record: DecodeRecord, or decodeRecordJSON alone.
+type recordDecoder func(raw []byte, now time.Time) (Attempt, *FieldError)
+
+// decodeBodyJSON is the encoding/json body decoder, the reference for DecodeBody: it splits the body
+// with json.Decoder (or, for ndjson, bufio.Scanner) and hands each element to record. DecodeBody
+// uses it for NDJSON and whenever its own splitter meets anything unusual.
+func decodeBodyJSON(r io.Reader, ndjson bool, now time.Time, record recordDecoder) (Batch, error) {
 	var b Batch
 	add := func(i int, raw []byte) {
-		a, ferr := DecodeRecord(raw, now)
-		if ferr != nil {
-			b.Rejected = append(b.Rejected, Rejection{Index: i, Field: ferr.Field, Error: ferr.Error()})
-			return
-		}
-		b.Records = append(b.Records, a)
-		b.Index = append(b.Index, i)
+		a, ferr := record(raw, now)
+		b.add(i, a, ferr)
 	}
 	if ndjson {
 		sc := bufio.NewScanner(r)
@@ -242,7 +270,28 @@ func jsonReason(err error) string {
 }
 
 // DecodeRecord decodes and validates one JSON record. The error names the first wrong field.
+// Records of the common shape are read by a fast scanner; the rest, and every record it would
+// refuse before validation, by encoding/json, whose results the scanner reproduces exactly.
 func DecodeRecord(raw []byte, now time.Time) (Attempt, *FieldError) {
+	a, _, st := decodeFast(raw)
+	if st != scanOK {
+		return decodeRecordJSON(raw, now)
+	}
+	return validated(a, now)
+}
+
+// validated ends the fast path as decodeRecordJSON ends: the Attempt as Validate leaves it, or only
+// the error.
+func validated(a Attempt, now time.Time) (Attempt, *FieldError) {
+	if ferr := a.Validate(now); ferr != nil {
+		return Attempt{}, ferr
+	}
+	return a, nil
+}
+
+// decodeRecordJSON is the encoding/json record decoder, the reference for DecodeRecord and its
+// fallback for every record the fast decoder leaves alone. The error names the first wrong field.
+func decodeRecordJSON(raw []byte, now time.Time) (Attempt, *FieldError) {
 	var w wire
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -259,7 +308,7 @@ func DecodeRecord(raw []byte, now time.Time) (Attempt, *FieldError) {
 	return a, nil
 }
 
-// explain finds out which field made the fast decode fail; it runs only for bad records.
+// explain finds out which field made the encoding/json decode fail; it runs only for bad records.
 func explain(raw []byte) *FieldError {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
