@@ -16,7 +16,7 @@ import (
 	"github.com/ledgerd/ledgerd/analytics"
 	"github.com/ledgerd/ledgerd/analytics/gen"
 	"github.com/ledgerd/ledgerd/app"
-	"github.com/ledgerd/ledgerd/migrations"
+	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/pricing"
 	"github.com/ledgerd/ledgerd/server"
 	"github.com/ledgerd/ledgerd/store"
@@ -127,18 +127,8 @@ func BenchmarkEndpoints(b *testing.B) {
 // already holds n attempts is taken as it is, so a 10M-record ledger is loaded once.
 func keptSynth(b *testing.B, url string, n int, now time.Time) synthLedger {
 	ctx := context.Background()
-	st, err := store.Open(ctx, url, 8)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
-	if _, err := migrations.Up(ctx, st.Pool); err != nil {
-		b.Fatal(err)
-	}
-	var have int
-	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&have); err != nil {
-		b.Fatal(err)
-	}
+	pool, have := dbtest.Kept(b, url)
+	st := store.New(pool)
 	tz := mustZone(b, "America/New_York")
 	switch have {
 	case n:

@@ -200,18 +200,9 @@ func (r *fastRecord) parse(d []byte) (int, scan) {
 		if i, st = r.value(d, i, id); st != scanOK {
 			return 0, st
 		}
-		if i = skipSpace(d, i); i >= len(d) {
-			return 0, scanShort
-		}
-		switch d[i] {
-		case '}':
-			return i + 1, scanOK
-		case ',':
-			if i = skipSpace(d, i+1); i >= len(d) {
-				return 0, scanShort
-			}
-		default:
-			return 0, scanOdd
+		var done bool
+		if i, done, st = memberEnd(d, i); st != scanOK || done {
+			return i, st
 		}
 	}
 }
@@ -380,18 +371,9 @@ func (r *fastRecord) metadata(d []byte, i int) (int, scan) {
 		}
 		r.meta[r.nMeta] = [2]span{key, {i + 1, next - 1}}
 		r.nMeta++
-		if i = skipSpace(d, next); i >= len(d) {
-			return 0, scanShort
-		}
-		switch d[i] {
-		case '}':
-			return i + 1, scanOK
-		case ',':
-			if i = skipSpace(d, i+1); i >= len(d) {
-				return 0, scanShort
-			}
-		default:
-			return 0, scanOdd
+		var done bool
+		if i, done, st = memberEnd(d, next); st != scanOK || done {
+			return i, st
 		}
 	}
 }
@@ -436,6 +418,24 @@ func (r *fastRecord) attempt(obj []byte) (Attempt, bool) {
 }
 
 // skipSpace returns the offset of the first byte at or after i that is not JSON white space.
+// memberEnd reads what follows an object member's value at d[i]: the closing brace (done, i past
+// it) or a comma (i at the next member, past any space).
+func memberEnd(d []byte, i int) (int, bool, scan) {
+	if i = skipSpace(d, i); i >= len(d) {
+		return 0, false, scanShort
+	}
+	switch d[i] {
+	case '}':
+		return i + 1, true, scanOK
+	case ',':
+		if i = skipSpace(d, i+1); i >= len(d) {
+			return 0, false, scanShort
+		}
+		return i, false, scanOK
+	}
+	return 0, false, scanOdd
+}
+
 func skipSpace(d []byte, i int) int {
 	for i < len(d) && isSpace(d[i]) {
 		i++

@@ -52,6 +52,27 @@ func New(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// Kept returns a pool on the database at url, migrated, and the number of attempts it holds: for
+// benchmarks whose ledger takes long to load, loaded once into a database of its own and kept for
+// later runs. The pool is closed when the test ends; the database stays.
+func Kept(t testing.TB, url string) (*pgxpool.Pool, int) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatalf("dbtest: connect: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n); err != nil {
+		t.Fatalf("dbtest: count attempts: %v", err)
+	}
+	return pool, n
+}
+
 // NewURL creates a new migrated database and returns its URL, for tests that start the whole
 // service; the database is dropped when the test ends.
 func NewURL(t testing.TB) string {
