@@ -188,14 +188,8 @@ func (r *fastRecord) parse(d []byte) (int, scan) {
 			return 0, scanOdd
 		}
 		r.seen |= 1 << id
-		if i = skipSpace(d, next); i >= len(d) {
-			return 0, scanShort
-		}
-		if d[i] != ':' {
-			return 0, scanOdd
-		}
-		if i = skipSpace(d, i+1); i >= len(d) {
-			return 0, scanShort
+		if i, st = colon(d, next); st != scanOK {
+			return 0, st
 		}
 		if i, st = r.value(d, i, id); st != scanOK {
 			return 0, st
@@ -354,14 +348,8 @@ func (r *fastRecord) metadata(d []byte, i int) (int, scan) {
 			return 0, st
 		}
 		key := span{i + 1, next - 1}
-		if i = skipSpace(d, next); i >= len(d) {
-			return 0, scanShort
-		}
-		if d[i] != ':' {
-			return 0, scanOdd
-		}
-		if i = skipSpace(d, i+1); i >= len(d) {
-			return 0, scanShort
+		if i, st = colon(d, next); st != scanOK {
+			return 0, st
 		}
 		if d[i] != '"' {
 			return 0, scanOdd
@@ -418,6 +406,20 @@ func (r *fastRecord) attempt(obj []byte) (Attempt, bool) {
 }
 
 // skipSpace returns the offset of the first byte at or after i that is not JSON white space.
+// colon reads the colon after an object key ending at d[i] and returns the start of the value.
+func colon(d []byte, i int) (int, scan) {
+	if i = skipSpace(d, i); i >= len(d) {
+		return 0, scanShort
+	}
+	if d[i] != ':' {
+		return 0, scanOdd
+	}
+	if i = skipSpace(d, i+1); i >= len(d) {
+		return 0, scanShort
+	}
+	return i, scanOK
+}
+
 // memberEnd reads what follows an object member's value at d[i]: the closing brace (done, i past
 // it) or a comma (i at the next member, past any space).
 func memberEnd(d []byte, i int) (int, bool, scan) {
