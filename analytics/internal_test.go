@@ -120,49 +120,39 @@ func checkParamError(t *testing.T, err error) {
 	}
 }
 
-// TestHistogramAddBinary reads int8[] values in PostgreSQL's binary array format, as the summary
+// TestHistogramAddText reads int8[] values as PostgreSQL writes them in text, as the summary
 // receives latency histograms, and refuses any other shape.
-func TestHistogramAddBinary(t *testing.T) {
+func TestHistogramAddText(t *testing.T) {
 	t.Parallel()
-	// arr renders a one-dimensional int8[] with lower bound lo.
-	arr := func(lo int32, vals ...int64) []byte {
-		b := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20}
-		b = append(b, byte(len(vals)>>24), byte(len(vals)>>16), byte(len(vals)>>8), byte(len(vals)))
-		b = append(b, byte(lo>>24), byte(lo>>16), byte(lo>>8), byte(lo))
-		for _, v := range vals {
-			b = append(b, 0, 0, 0, 8)
-			for s := 56; s >= 0; s -= 8 {
-				b = append(b, byte(v>>s))
-			}
-		}
-		return b
-	}
-	empty := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 20}
-	withNull := arr(3, 1)
-	withNull[7] = 1
 	cases := []struct {
 		name   string
-		in     [][]byte
+		in     []string
 		lo     int
 		counts []int64
 		err    bool
 	}{
-		{"one", [][]byte{arr(37, 1, 0, 2)}, 37, []int64{1, 0, 2}, false},
-		{"merged below and above", [][]byte{arr(37, 1, 0, 2), arr(35, 5), arr(40, 1, 1)}, 35, []int64{5, 0, 1, 0, 2, 1, 1}, false},
-		{"negative bound", [][]byte{arr(-2, 4)}, -2, []int64{4}, false},
-		{"empty array", [][]byte{empty}, 0, nil, false},
-		{"short", [][]byte{arr(37, 1)[:10]}, 0, nil, true},
-		{"cut element", [][]byte{arr(37, 1, 2)[:30]}, 0, nil, true},
-		{"null flag", [][]byte{withNull}, 0, nil, true},
-		{"two dimensions", [][]byte{append([]byte{0, 0, 0, 2}, arr(1, 1)[4:]...)}, 0, nil, true},
+		{"one", []string{"[37:39]={1,0,2}"}, 37, []int64{1, 0, 2}, false},
+		{"merged below and above", []string{"[37:39]={1,0,2}", "[35:35]={5}", "[40:41]={1,1}"}, 35, []int64{5, 0, 1, 0, 2, 1, 1}, false},
+		{"lower bound 1 unwritten", []string{"{4,5}"}, 1, []int64{4, 5}, false},
+		{"negative bound", []string{"[-2:-2]={4}"}, -2, []int64{4}, false},
+		{"large count", []string{"[0:0]={123456789012345678}"}, 0, []int64{123456789012345678}, false},
+		{"empty array", []string{"{}"}, 0, nil, false},
+		{"null element", []string{"{1,NULL}"}, 0, nil, true},
+		{"trailing comma", []string{"{1,}"}, 0, nil, true},
+		{"negative count", []string{"{-1}"}, 0, nil, true},
+		{"two dimensions", []string{"{{1},{2}}"}, 0, nil, true},
+		{"no braces", []string{"1,2"}, 0, nil, true},
+		{"bad bound", []string{"[x:3]={1}"}, 0, nil, true},
+		{"cut", []string{"[3:4]="}, 0, nil, true},
+		{"too many digits", []string{"{1234567890123456789}"}, 0, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var h histogram
 			var err error
-			for _, b := range c.in {
-				if err = h.addBinary(b); err != nil {
+			for _, s := range c.in {
+				if err = h.addText([]byte(s)); err != nil {
 					break
 				}
 			}

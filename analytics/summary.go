@@ -163,7 +163,7 @@ var (
 	WHERE ` + seriesFilter(9) + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`
 
-	latencySQL = `SELECT %[1]s r.fallback, r.latency_hist
+	latencySQL = `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'") + `) r
 	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
 	WHERE ` + seriesFilter(9)
@@ -610,7 +610,7 @@ func (s *Service) latencies(ctx context.Context, g grouping, args []any) (map[gk
 			m = &histogram{}
 			hists[k] = m
 		}
-		return m.addBinary(h)
+		return m.addText(h)
 	}); err != nil {
 		return nil, fmt.Errorf("summary latency: %w", err)
 	}
