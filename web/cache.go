@@ -1,6 +1,8 @@
 package web
 
 import (
+	"strconv"
+
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 
@@ -58,4 +60,13 @@ func cacheKey(r analytics.CacheRow) string {
 		k += "/" + *r.PromptHash
 	}
 	return k
+}
+
+// usedOnce tells how many of a model's prompt hashes were used by a single call, if any: many of
+// them is the mark of a prompt that changes on every call.
+func usedOnce(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return ", " + strconv.FormatInt(n, 10) + " used once"
 }

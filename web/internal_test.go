@@ -117,6 +117,8 @@ func TestFormat(t *testing.T) {
 		{"whole rate", rate(3 * money.PerDollar), "$3.00"},
 		{"count", count(26103000), "26,103,000"},
 		{"plural", plural(1, "hash", "hashes") + ", " + plural(3, "hash", "hashes"), "1 hash, 3 hashes"},
+		{"hashes used once", "(" + plural(12, "hash", "hashes") + usedOnce(12) + ")", "(12 hashes, 12 used once)"},
+		{"no hash used once", "(" + plural(1, "hash", "hashes") + usedOnce(0) + ")", "(1 hash)"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
