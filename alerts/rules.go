@@ -149,8 +149,8 @@ GROUP BY 1, 2, 3, 4, 5, 6`
 
 // cacheCTE gathers cache activity per series and prompt hash over a window, from
 // rollup_cache_hourly and the raw edges (the same attempts rollup_cache_hourly counts). Prompt
-// hashes used once in their month are on the series' empty-hash rows of the rollup, counted by single_use;
-// on the raw edges every hash is its own group.
+// hashes used once in their month are on the series' empty-hash rows of the rollup, counted by
+// single_use; on the raw edges every hash is its own group.
 const cacheCTE = `
 WITH w AS (
 	SELECT series_id, prompt_hash, calls, cache_write_calls, cache_read_calls, cache_write_tokens,

@@ -22,10 +22,11 @@ const DefaultMinCalls = 10
 //
 // Calls counts attempts: every attempt of the model on the aggregate row, the attempts naming the
 // hash on a hash row. PromptHashes counts the distinct hashes of the aggregate row's calls;
-// SingleUseHashes those of them used by one call in their UTC month, which get no row of their own. Hit ratio is read / (input + written + read) tokens; savings_usd is
-// nocache_cost_usd - cost_usd over priced attempts (negative: caching cost money); the amounts
-// are nil when every call was unpriced. Broken means cache_write_calls reached the minimum and
-// nothing was ever read back; Explanation then says what that usually means.
+// SingleUseHashes those of them used by one call in their UTC month, which get no row of their
+// own. Hit ratio is read / (input + written + read) tokens; savings_usd is nocache_cost_usd -
+// cost_usd over priced attempts (negative: caching cost money); the amounts are nil when every
+// call was unpriced. Broken means cache_write_calls reached the minimum and nothing was ever read
+// back; Explanation then says what that usually means.
 type CacheRow struct {
 	Service          string       `json:"service"`
 	Operation        string       `json:"operation"`
@@ -66,9 +67,10 @@ var cacheModelSQL = `SELECT s.service, s.operation, s.provider, s.model, r.fallb
 // cacheHashSQL reads rollup_cache_hourly over [$2, $3): the prompt hashes with at least $9 calls,
 // and (prompt_hash NULL) the number of distinct hashes each model saw and how many of them were
 // used once in their month. Those single-use hashes have no rows of their own (they are counted on
-// the series' empty-hash rows, see migration 00005), so a cache broken by a new hash on every call costs
-// one row per series and hour, not one per call. The rollup rows are added up on a small integer
-// standing for their (service, operation, provider, model), so the grouping never compares names.
+// the series' empty-hash rows, see migration 00005), so a cache broken by a new hash on every call
+// costs one row per series and hour, not one per call. The rollup rows are added up on a small
+// integer standing for their (service, operation, provider, model), so the grouping never compares
+// names.
 var cacheHashSQL = `WITH m AS (
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model

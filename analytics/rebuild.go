@@ -67,7 +67,8 @@ var (
 			FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
 			strings.Join(cols, ", "), ingest.MonthOf("started_at"), ingest.HourBucketExpr, strings.Join(exprs, ", "))
 	}()
-	// cacheSQL counts rollup_cache_hourly: a hash used once in its month on the series' empty-hash row.
+	// cacheSQL counts rollup_cache_hourly: a hash used once in its month on the series' empty-hash
+	// row.
 	cacheSQL = func() string {
 		cols, exprs := sumLists(ingest.CacheSums)
 		return fmt.Sprintf(`INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, %s, single_use)

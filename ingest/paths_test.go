@@ -181,7 +181,8 @@ func TestFastPathMatchesExact(t *testing.T) {
 	}
 }
 
-// dumpRollups renders the rollup tables and cache_prefixes as sorted text, series named rather than numbered.
+// dumpRollups renders the rollup tables and cache_prefixes as sorted text, series named rather than
+// numbered.
 func dumpRollups(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
 	var out []string

@@ -142,10 +142,11 @@ var (
 		{"prompt_hash", "text"}}
 )
 
-// The fast path's rollup upserts: groups summed in Go (see sums.go), sent as arrays (keys, then
-// one int8 array per sum column, then the latency histograms as text) and added to the stored
-// rows; the cache groups go through the same fold (cacheFoldCTEs) as the exact path's. Rows are written in key order, as the slow path writes them, so concurrent flushes lock
-// rollup rows in the same order. Built once, at start-up.
+// The fast path's rollup upserts: groups summed in Go (see sums.go), sent as arrays (keys, then one
+// int8 array per sum column, then the latency histograms as text) and added to the stored rows; the
+// cache groups go through the same fold (cacheFoldCTEs) as the exact path's. Rows are written in
+// key order, as the slow path writes them, so concurrent flushes lock rollup rows in the same
+// order. Built once, at start-up.
 var (
 	hourlyUpsertSQL = buildUpsertSQL("rollup_hourly", rollupKeyCols, RollupSums)
 	dailyUpsertSQL  = buildUpsertSQL("rollup_daily", dailyKeyCols, RollupSums)
@@ -192,11 +193,12 @@ func buildUpsertSQL(table string, key []struct{ col, typ string }, sums []Sum) s
 
 // cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their
 // rollup_cache_hourly rows (see migration 00005): src yields the new attempts' cache groups, as
-// (project_id, bucket, series_id, fallback, prompt_hash, the CacheSums columns), empty when none.
-// A group goes to its hash's row when the hash now has two or more calls in its UTC month, else
-// to the empty-hash row as single-use; when the hash had exactly one call before, that call (its series,
-// hour and sums kept in cache_prefixes) moves from the empty-hash row to the hash's row. The upsert locks
-// the cache_prefixes rows, so concurrent commits of the same hash count one after the other.
+// (project_id, bucket, series_id, fallback, prompt_hash, the CacheSums columns), empty when none. A
+// group goes to its hash's row when the hash now has two or more calls in its UTC month, else to
+// the empty-hash row as single-use; when the hash had exactly one call before, that call (its
+// series, hour and sums kept in cache_prefixes) moves from the empty-hash row to the hash's row.
+// The upsert locks the cache_prefixes rows, so concurrent commits of the same hash count one after
+// the other.
 func cacheFoldCTEs(src string) string {
 	if CacheSums[0].Col != "calls" {
 		panic("ingest: CacheSums must begin with calls")

@@ -44,8 +44,8 @@ func TestUpDownUp(t *testing.T) {
 }
 
 // TestCachePrefixesFold checks that migration 5 folds existing cache rollups in place: a
-// prompt_hash with one call in its UTC month moves onto its series' empty-hash row as single-use, one with
-// more keeps its rows, and cache_prefixes counts both.
+// prompt_hash with one call in its UTC month moves onto its series' empty-hash row as single-use,
+// one with more keeps its rows, and cache_prefixes counts both.
 func TestCachePrefixesFold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -96,8 +96,8 @@ var (
 		cost_nanos, nocache_cost_nanos, unpriced_attempts FROM reprice_cache WHERE prompt_hash <> '') x`
 )
 
-// prefixApply locks the cache_prefixes rows of every hash the reprice touched, whatever its
-// deltas add up to, so that no commit moves a single-use call between the empty-hash row and its hash's
+// prefixApply locks the cache_prefixes rows of every hash the reprice touched, whatever its deltas
+// add up to, so that no commit moves a single-use call between the empty-hash row and its hash's
 // row while foldedCacheDeltas decides where each delta goes; then it adds the deltas to the sums
 // cache_prefixes keeps of a hash's only call (calls = 1).
 var prefixApply = func() applyStmt {
