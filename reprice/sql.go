@@ -83,10 +83,14 @@ var chunkSQL = buildChunkSQL()
 // applySQL holds, per rollup table, the statement that locks the rows the accumulated deltas
 // touch, in key order, and the one that adds the deltas to them.
 var applySQL = []applyStmt{
-	buildApply("rollup_hourly", "reprice_hourly", rollupKey, rollupDeltaCols),
-	buildApply("rollup_daily", "reprice_daily", rollupKey, rollupDeltaCols),
-	prefixApply,
-	buildApply("rollup_cache_hourly", foldedCacheDeltas, cacheKey, cacheDeltaCols),
+	buildApply("rollup_hourly", "reprice_hourly", rollupKey, rollupDeltaCols, applyOptions{}),
+	buildApply("rollup_daily", "reprice_daily", rollupKey, rollupDeltaCols, applyOptions{}),
+	// Every hash the reprice touched is locked, whatever its deltas add up to, so that no commit
+	// moves a single-use call between the empty-hash row and its hash's row while
+	// foldedCacheDeltas decides where each delta goes; the deltas go to the sums cache_prefixes
+	// keeps of a hash's only call.
+	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, applyOptions{lockAll: true, where: "r.calls = 1"}),
+	buildApply("rollup_cache_hourly", foldedCacheDeltas, cacheKey, cacheDeltaCols, applyOptions{}),
 }
 
 // prefixKey is the key of cache_prefixes; prefixDeltas are reprice_cache's deltas per prefix.
@@ -95,19 +99,6 @@ var (
 	prefixDeltas = `(SELECT project_id, ` + ingest.MonthOf("bucket") + ` AS month, prompt_hash,
 		cost_nanos, nocache_cost_nanos, unpriced_attempts FROM reprice_cache WHERE prompt_hash <> '') x`
 )
-
-// prefixApply locks the cache_prefixes rows of every hash the reprice touched, whatever its deltas
-// add up to, so that no commit moves a single-use call between the empty-hash row and its hash's
-// row while foldedCacheDeltas decides where each delta goes; then it adds the deltas to the sums
-// cache_prefixes keeps of a hash's only call (calls = 1).
-var prefixApply = func() applyStmt {
-	a := buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols)
-	a.lock = fmt.Sprintf(`WITH d AS (SELECT DISTINCT %[1]s FROM %[2]s), l AS (
-			SELECT 1 FROM cache_prefixes r JOIN d USING (%[1]s) ORDER BY %[1]s FOR UPDATE OF r
-		) SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM l)`, strings.Join(prefixKey, ", "), prefixDeltas)
-	a.update = strings.Replace(a.update, "RETURNING 1", "AND r.calls = 1 RETURNING 1", 1)
-	return a
-}()
 
 // foldedCacheDeltas are reprice_cache's deltas on the rollup_cache_hourly rows that count them: a
 // hash used once in its month is counted on its series' empty-hash row (see migration 00005).
@@ -186,7 +177,15 @@ func buildChunkSQL() string {
 		cache)
 }
 
-func buildApply(table, deltas string, key, cols []string) applyStmt {
+// applyOptions adjust buildApply for cache_prefixes: lockAll locks the rows of every key with
+// deltas, not only of those whose deltas do not cancel out; where, when set, limits the rows
+// updated.
+type applyOptions struct {
+	lockAll bool
+	where   string
+}
+
+func buildApply(table, deltas string, key, cols []string, opt applyOptions) applyStmt {
 	var sums, nonzero, set, on, rkey []string
 	for _, c := range cols {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8 AS %s", c, c))
@@ -200,15 +199,23 @@ func buildApply(table, deltas string, key, cols []string) applyStmt {
 	// Keys whose deltas cancel out (only the price version changed) are left alone.
 	d := fmt.Sprintf(`SELECT %s, %s FROM %s GROUP BY %s HAVING %s`,
 		strings.Join(key, ", "), strings.Join(sums, ", "), deltas, strings.Join(key, ", "), strings.Join(nonzero, " OR "))
+	locked := d
+	if opt.lockAll {
+		locked = fmt.Sprintf(`SELECT DISTINCT %s FROM %s`, strings.Join(key, ", "), deltas)
+	}
+	updated := strings.Join(on, " AND ")
+	if opt.where != "" {
+		updated += " AND " + opt.where
+	}
 	return applyStmt{
 		table: table,
 		lock: fmt.Sprintf(`WITH d AS (%s), l AS (
 			SELECT 1 FROM %s r JOIN d ON %s ORDER BY %s FOR UPDATE OF r
 		) SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM l)`,
-			d, table, strings.Join(on, " AND "), strings.Join(rkey, ", ")),
+			locked, table, strings.Join(on, " AND "), strings.Join(rkey, ", ")),
 		update: fmt.Sprintf(`WITH d AS (%s), u AS (
 			UPDATE %s r SET %s FROM d WHERE %s RETURNING 1
 		) SELECT count(*) FROM u`,
-			d, table, strings.Join(set, ", "), strings.Join(on, " AND ")),
+			d, table, strings.Join(set, ", "), updated),
 	}
 }
