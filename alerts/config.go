@@ -519,15 +519,7 @@ func parseReceiver(n *yaml.Node, i int) (Receiver, error) {
 	}
 	switch {
 	case m.has("webhook"):
-		sm, err := fields(m.value("webhook"), where+": webhook", "url", "url_file", "bearer_token", "bearer_token_file")
-		if err != nil {
-			return r, err
-		}
-		url, err := secretURL(sm, "url")
-		if err != nil {
-			return r, err
-		}
-		tok, err := secret(sm, "bearer_token")
+		url, tok, err := endpoint(m.value("webhook"), where+": webhook")
 		if err != nil {
 			return r, err
 		}
@@ -543,21 +535,27 @@ func parseReceiver(n *yaml.Node, i int) (Receiver, error) {
 		}
 		r.Slack = &SlackConfig{URL: url}
 	default:
-		sm, err := fields(m.value("alertmanager"), where+": alertmanager", "url", "url_file", "bearer_token", "bearer_token_file")
-		if err != nil {
-			return r, err
-		}
-		url, err := secretURL(sm, "url")
-		if err != nil {
-			return r, err
-		}
-		tok, err := secret(sm, "bearer_token")
+		url, tok, err := endpoint(m.value("alertmanager"), where+": alertmanager")
 		if err != nil {
 			return r, err
 		}
 		r.Alertmanager = &AlertmanagerConfig{URL: url, BearerToken: tok}
 	}
 	return r, nil
+}
+
+// endpoint reads a receiver that takes a URL and an optional bearer token, each given inline or
+// as a file (webhook, alertmanager).
+func endpoint(n *yaml.Node, where string) (url, token notify.Secret, err error) {
+	sm, err := fields(n, where, "url", "url_file", "bearer_token", "bearer_token_file")
+	if err != nil {
+		return url, token, err
+	}
+	if url, err = secretURL(sm, "url"); err != nil {
+		return url, token, err
+	}
+	token, err = secret(sm, "bearer_token")
+	return url, token, err
 }
 
 // secret reads key or key_file (at most one); absent gives the zero Secret.

@@ -169,6 +169,19 @@ func parseAmount(flagName, s string) (*big.Rat, error) {
 	return r, nil
 }
 
+// parseDaysPerMonth reads --days-per-month, which scales a day's cost to a month: a positive
+// decimal number.
+func parseDaysPerMonth(s string) (*big.Rat, error) {
+	r, err := parseAmount("days-per-month", s)
+	if err != nil {
+		return nil, err
+	}
+	if r.Sign() == 0 {
+		return nil, usagef("--days-per-month must be positive")
+	}
+	return r, nil
+}
+
 // parseRatio reads a ratio between 0 and 1 ("0.9") or a percentage ("90%") exactly.
 func parseRatio(flagName, s string) (*big.Rat, error) {
 	pct := strings.HasSuffix(s, "%")

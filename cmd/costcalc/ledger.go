@@ -295,12 +295,9 @@ func runLedger(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	perMonth, err := parseAmount("days-per-month", days)
+	perMonth, err := parseDaysPerMonth(days)
 	if err != nil {
 		return err
-	}
-	if perMonth.Sign() == 0 {
-		return usagef("--days-per-month must be positive")
 	}
 	cat, at, err := c.setup(e)
 	if err != nil {
