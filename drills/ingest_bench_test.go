@@ -83,17 +83,23 @@ func ingestVsCopy(b *testing.B, span time.Duration) {
 	b.ReportMetric(httpRate/copyRate, "http/copy")
 }
 
+// benchApp starts ledgerd in this process on a fresh database with a project's API key.
+func benchApp(b *testing.B) (base, key string, stop func()) {
+	b.Helper()
+	dbURL := dbtest.NewURL(b)
+	key, err := store.New(connect(b, dbURL)).CreateKey(context.Background(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, stop = runApp(b, dbURL)
+	return base, key, stop
+}
+
 // ingestHTTP starts ledgerd in this process on a fresh database, posts the bodies from several
 // clients, and returns the time from the first post to the last acknowledgement.
 func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) time.Duration {
 	b.Helper()
-	dbURL := dbtest.NewURL(b)
-	pool := connect(b, dbURL)
-	key, err := store.New(pool).CreateKey(context.Background(), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	base, stop := runApp(b, dbURL)
+	base, key, stop := benchApp(b)
 	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: posters}}
 	defer client.CloseIdleConnections()
@@ -261,14 +267,9 @@ func BenchmarkIngestSingle(b *testing.B) {
 	var s load.Summary
 	for b.Loop() {
 		b.StopTimer()
-		dbURL := dbtest.NewURL(b)
-		pool := connect(b, dbURL)
-		key, err := store.New(pool).CreateKey(context.Background(), "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		base, stop := runApp(b, dbURL)
+		base, key, stop := benchApp(b)
 		b.StartTimer()
+		var err error
 		s, err = load.Run(context.Background(), load.Options{URL: base, Key: key, Batch: 1, Concurrency: clients,
 			Duration: duration, Source: load.Live(synth.New(synth.Options{Seed: 41}))})
 		b.StopTimer()
