@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -61,6 +62,11 @@ func BenchmarkEndpoints(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var service string // the busiest service
+	if err := l.st.Pool.QueryRow(ctx, `SELECT s.service FROM rollup_daily r JOIN series s ON s.project_id = r.project_id
+		AND s.id = r.series_id WHERE r.project_id = $1 GROUP BY 1 ORDER BY sum(r.attempts) DESC LIMIT 1`, l.project).Scan(&service); err != nil {
+		b.Fatal(err)
+	}
 	srv := server.New(server.Options{Store: l.st, Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
 	l.svc.Routes(srv.API)
 	hs := httptest.NewServer(srv.Echo)
@@ -84,6 +90,24 @@ func BenchmarkEndpoints(b *testing.B) {
 		// A month's chart: cost per day and model.
 		{"summary-month-by-day", "/v1/summary?group_by=day,model&from=" + monthFrom.Format(time.RFC3339), func() error {
 			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,model")
+			return err
+		}},
+		// A month by service, then per day by service and by tenant (each from its narrow rollup).
+		{"summary-month-by-service", "/v1/summary?group_by=service&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "service")
+			return err
+		}},
+		{"summary-month-by-day-service", "/v1/summary?group_by=day,service&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,service")
+			return err
+		}},
+		{"summary-month-by-day-tenant", "/v1/summary?group_by=day,tenant&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,tenant")
+			return err
+		}},
+		// A month of one service by day and model: no narrow rollup keeps both, so rollup_daily.
+		{"summary-month-service-by-day-model", "/v1/summary?group_by=day,model&service=" + url.QueryEscape(service) + "&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawServiceSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,model", service)
 			return err
 		}},
 		// This month's projection (the basis days reach into October).

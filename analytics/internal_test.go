@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -166,5 +167,44 @@ func TestHistogramAddText(t *testing.T) {
 				t.Fatalf("got lo %d counts %v err %v, want lo %d counts %v", h.lo, h.counts, err, c.lo, c.counts)
 			}
 		})
+	}
+}
+
+// TestPlanFor checks which rollup a summary reads whole days from: the first narrow one that keeps
+// every series column its grouping and filter name, else rollup_daily.
+func TestPlanFor(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		dims  []string
+		f     Filter
+		table string
+	}{
+		{nil, Filter{}, "rollup_daily_model"},
+		{[]string{ByDay, ByModel}, Filter{Model: "m", Provider: "p"}, "rollup_daily_model"},
+		{[]string{ByHour, ByProvider}, Filter{}, "rollup_daily_model"},
+		{[]string{ByService}, Filter{}, "rollup_daily_service"},
+		{[]string{ByDay, ByOperation}, Filter{Service: "s"}, "rollup_daily_service"},
+		{nil, Filter{Operation: "o"}, "rollup_daily_service"},
+		{[]string{ByDay, ByTenant}, Filter{}, "rollup_daily_tenant"},
+		{[]string{ByDay, ByTenant}, Filter{Service: "s"}, "rollup_daily"},
+		{[]string{ByModel}, Filter{Service: "s"}, "rollup_daily"},
+		{[]string{ByService}, Filter{Model: "m"}, "rollup_daily"},
+		{[]string{ByModel}, Filter{Tenant: "t"}, "rollup_daily"},
+		{nil, Filter{Tenant: "t"}, "rollup_daily_tenant"},
+	} {
+		g, err := parseGrouping(c.dims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, series := planFor(g, c.f)
+		table, wantSeries := "rollup_daily", "s"
+		for _, n := range []string{"rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant"} {
+			if strings.Contains(p.sums, "FROM "+n+" ") {
+				table, wantSeries = n, "r"
+			}
+		}
+		if table != c.table || series != wantSeries {
+			t.Errorf("%v %+v: reads %s (series columns from %s), want %s", c.dims, c.f, table, series, c.table)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package analytics_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,40 @@ func TestRollupsMatchRaw(t *testing.T) {
 			}
 		})
 	}
+	t.Run("plans agree", func(t *testing.T) {
+		t.Parallel()
+		var model, provider, service, operation, tenant string
+		if err := l.st.Pool.QueryRow(ctx, `SELECT model, provider, service, operation, tenant FROM series
+			WHERE project_id = $1 AND fallback_from = '' ORDER BY model, service, tenant DESC LIMIT 1`, l.project).Scan(
+			&model, &provider, &service, &operation, &tenant); err != nil {
+			t.Fatal(err)
+		}
+		ranges := [][2]time.Time{{}, {now.AddDate(0, 0, -12).Add(-7 * time.Hour), now.Add(-2 * time.Hour)},
+			{time.Date(2026, 10, 10, 0, 0, 0, 0, l.tz), time.Date(2026, 11, 2, 0, 0, 0, 0, l.tz)}}
+		filters := []analytics.Filter{{}, {Model: model}, {Provider: provider}, {Model: model, Provider: provider},
+			{Service: service}, {Service: service, Operation: operation}, {Tenant: tenant}}
+		groupings := [][]string{nil, {"model"}, {"provider"}, {"day", "model"}, {"day"}, {"hour", "provider"},
+			{"service"}, {"day", "service", "operation"}, {"tenant"}, {"day", "tenant"}}
+		for _, r := range ranges {
+			for _, f := range filters {
+				for _, g := range groupings {
+					f.ProjectID, f.From, f.To = l.project, r[0], r[1]
+					got, err := l.svc.Summary(ctx, f, g...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := l.svc.SummaryBySeries(ctx, f, g...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, want) || got.Total.Attempts == 0 {
+						t.Errorf("%v to %v, %+v, by %v: by model %d groups, %d attempts; by series %d groups, %d attempts",
+							r[0], r[1], f, g, len(got.Groups), got.Total.Attempts, len(want.Groups), want.Total.Attempts)
+					}
+				}
+			}
+		}
+	})
 	t.Run("projection", func(t *testing.T) {
 		t.Parallel()
 		p, err := l.svc.Projection(ctx, l.project, now, "")

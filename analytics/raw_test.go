@@ -33,20 +33,28 @@ const rawSummarySQL = `SELECT %[1]s AS key, count(*), count(*) FILTER (WHERE a.a
 		percentile_disc(0.99) WITHIN GROUP (ORDER BY a.latency_ms) FILTER (WHERE a.status = 'ok')
 	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
 	WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3 AND $4::text IS NOT NULL
+		AND ($5 = '' OR s.service = $5)
 	GROUP BY 1`
 
 // rawKeys are the raw key expressions of the groupings the tests compare, rendered as the rollup
 // keys are rendered by groupKey.
 var rawKeys = map[string]string{
-	"":          `''`,
-	"model":     `s.model || '|' || a.fallback || '|' || s.fallback_from`,
-	"day":       `((a.started_at AT TIME ZONE $4)::date)::text`,
-	"day,model": `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.model || '|' || a.fallback || '|' || s.fallback_from`,
-	"service":   `s.service`,
+	"":            `''`,
+	"model":       `s.model || '|' || a.fallback || '|' || s.fallback_from`,
+	"day":         `((a.started_at AT TIME ZONE $4)::date)::text`,
+	"day,model":   `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.model || '|' || a.fallback || '|' || s.fallback_from`,
+	"service":     `s.service`,
+	"day,service": `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.service`,
+	"day,tenant":  `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.tenant`,
 }
 
 func rawSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location, groupBy string) (map[string]rawGroup, error) {
-	rows, err := pool.Query(ctx, fmt.Sprintf(rawSummarySQL, rawKeys[groupBy]), project, from, to, tz.String())
+	return rawServiceSummary(ctx, pool, project, from, to, tz, groupBy, "")
+}
+
+// rawServiceSummary is rawSummary of one service's attempts (all when service is empty).
+func rawServiceSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location, groupBy, service string) (map[string]rawGroup, error) {
+	rows, err := pool.Query(ctx, fmt.Sprintf(rawSummarySQL, rawKeys[groupBy]), project, from, to, tz.String(), service)
 	if err != nil {
 		return nil, err
 	}

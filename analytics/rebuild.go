@@ -28,7 +28,7 @@ type RebuildResult struct {
 // The rebuild statements. Rollup columns and expressions come from package ingest, so a rebuilt
 // rollup counts exactly what the writer counts.
 var (
-	lockRollupsSQL = `LOCK TABLE rollup_hourly, rollup_daily, rollup_cache_hourly, cache_prefixes IN EXCLUSIVE MODE`
+	lockRollupsSQL = `LOCK TABLE rollup_hourly, rollup_daily, ` + narrowTables + `, rollup_cache_hourly, cache_prefixes IN EXCLUSIVE MODE`
 
 	partitionsSQL = `SELECT c.relname FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
@@ -93,12 +93,46 @@ var (
 			GROUP BY 1, 2, 3, 4, 5, 6`, cols, strings.Join(sums, ", "))
 	}()
 
+	// narrowSQL sums rollup_daily into each narrow daily rollup, once rollup_daily is recounted: they
+	// then agree by construction.
+	narrowSQL = func() []step {
+		cols, _ := sumLists(ingest.RollupSums)
+		var sums []string
+		for _, s := range ingest.RollupSums {
+			sums = append(sums, "sum(r."+s.Col+")")
+		}
+		var out []step
+		for _, d := range ingest.DailyBy {
+			keep := strings.Join(d.Keep, ", ")
+			var group []string
+			for i := range len(d.Keep) + 5 {
+				group = append(group, fmt.Sprint(i+1))
+			}
+			out = append(out, step{"clear " + d.Table, "DELETE FROM " + d.Table, nil},
+				step{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (project_id, bucket, %[2]s, fallback, status, error_class, %[3]s, latency_hist)
+				SELECT r.project_id, r.bucket, s.%[4]s, r.fallback, r.status, r.error_class, %[5]s, hist_sum(r.latency_hist)
+				FROM rollup_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id
+				GROUP BY %[6]s ORDER BY %[6]s`, d.Table, keep, cols, strings.Join(d.Keep, ", s."), strings.Join(sums, ", "),
+					strings.Join(group, ", ")), nil})
+		}
+		return out
+	}()
+
 	setTimezoneSQL = `INSERT INTO settings (key, value) VALUES ('timezone', $1)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
-	analyzeRollupsSQL = `ANALYZE series, rollup_hourly, rollup_daily, rollup_cache_hourly, cache_prefixes`
+	analyzeRollupsSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + narrowTables + `, rollup_cache_hourly, cache_prefixes`
 	countRollupsSQL   = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
 		(SELECT count(*) FROM rollup_cache_hourly)`
 )
+
+// narrowTables lists the narrow daily rollups (ingest.DailyBy).
+var narrowTables = func() string {
+	var t []string
+	for _, d := range ingest.DailyBy {
+		t = append(t, d.Table)
+	}
+	return strings.Join(t, ", ")
+}()
 
 // step is one statement of a rebuild.
 type step struct {
@@ -125,9 +159,9 @@ func rollupInsert(table, bucket, where string) string {
 		FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`, table, cols, bucket, exprs, ingest.LatencyHistExpr, where)
 }
 
-// Rebuild recounts rollup_hourly, rollup_daily and rollup_cache_hourly from the raw attempts, with
-// days counted in tz, and stores tz as the database's timezone, all in one transaction: use it to
-// change the timezone, or to repair rollups. Writers wait for it (the rollups are locked against
+// Rebuild recounts rollup_hourly, rollup_daily (and the narrow daily rollups from it) and
+// rollup_cache_hourly from the raw attempts, with days counted in tz, and stores tz as the
+// database's timezone, all in one transaction: use it to change the timezone, or to repair rollups. Writers wait for it (the rollups are locked against
 // writes, not reads: dashboards keep answering from the old rollups until it commits). Stop every
 // ledgerd serving the database before changing the timezone, and start them with the new one.
 //
@@ -180,6 +214,7 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (Rebuil
 		if changed && len(lost.all) > 0 {
 			steps = append(steps, step{"recount kept days", dailyFromHourlySQL, []any{tz.String(), civilDays(lost.all)}})
 		}
+		steps = append(steps, narrowSQL...)
 		steps = append(steps, step{"store timezone", setTimezoneSQL, []any{tz.String()}},
 			step{"analyze rollups", analyzeRollupsSQL, nil})
 		for _, st := range steps {

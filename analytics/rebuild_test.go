@@ -23,9 +23,13 @@ const snapshotSQL = `SELECT ((to_jsonb(r) - 'series_id' - 'latency_hist')
 func snapshot(t *testing.T, l *ledger) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, table := range []string{"rollup_hourly", "rollup_daily", "rollup_cache_hourly", "cache_prefixes"} {
+	for _, table := range []string{"rollup_hourly", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
+		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
+		case "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant": // keyed by series columns, not a series
+			q = `SELECT ((to_jsonb(r) - 'latency_hist') || jsonb_build_object('hist', r.latency_hist::text))::text
+				FROM ` + table + ` r ORDER BY 1`
 		case "rollup_cache_hourly": // a row emptied by moves equals no row
 			q = strings.Replace(q, ", 'hist', r.latency_hist::text", "", 1)
 			q = strings.Replace(q, "ORDER BY", "WHERE r.calls <> 0 ORDER BY", 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -27,11 +28,11 @@ const (
 	ByHour      = "hour"
 )
 
-// dimSQL is the whitelist of group-by columns: each dimension's expression over the rollup rows r
-// and their series s. No other text from a request reaches a statement.
+// dimSQL is the whitelist of group-by columns: each dimension's column, of the series but for day
+// and hour, which are the rollup rows'. No other text from a request reaches a statement.
 var dimSQL = map[string]string{
-	ByModel: "s.model", ByService: "s.service", ByOperation: "s.operation", ByTenant: "s.tenant",
-	ByProvider: "s.provider", ByDay: "r.day", ByHour: "r.hour",
+	ByModel: "model", ByService: "service", ByOperation: "operation", ByTenant: "tenant",
+	ByProvider: "provider", ByDay: "day", ByHour: "hour",
 }
 
 // MaxHourRange is the longest range a summary grouped by hour may span.
@@ -153,21 +154,119 @@ func seriesFilter(n int) string {
 		AND ($%d = '' OR s.provider = $%[5]d)`, n, n+1, n+2, n+3, n+4)
 }
 
-// summarySQL adds up the rows of sourceSQL per group (%[1]s: the group's columns, each followed by
-// a comma), fallback flag, status and error class. latencySQL returns the latency histogram of
-// every succeeded row with its group, for merging.
+// narrowSourceSQL is sourceSQL with whole days from a narrow daily rollup (%[3]s): the rows carry
+// the series columns it keeps (%[4]s, a list) instead of the series id, the edge hours the same
+// columns of their series. Its parameters are sourceSQL's.
+const narrowSourceSQL = `
+	SELECT %[4]s, fallback, status, error_class, bucket AS day, NULL::timestamptz AS hour, %[1]s
+	FROM %[3]s WHERE project_id = $1 AND bucket >= $2 AND bucket < $3%[2]s
+	UNION ALL
+	SELECT s.%[5]s, h.fallback, h.status, h.error_class, (h.bucket AT TIME ZONE $4)::date, h.bucket, %[1]s
+	FROM rollup_hourly h JOIN series s ON s.project_id = $1 AND s.id = h.series_id
+	WHERE h.project_id = $1 AND h.bucket >= $5 AND h.bucket < $6%[2]s
+	UNION ALL
+	SELECT s.%[5]s, h.fallback, h.status, h.error_class, (h.bucket AT TIME ZONE $4)::date, h.bucket, %[1]s
+	FROM rollup_hourly h JOIN series s ON s.project_id = $1 AND s.id = h.series_id
+	WHERE h.project_id = $1 AND h.bucket >= $7 AND h.bucket < $8%[2]s`
+
+// filterCols are the series columns of seriesFilter's parameters, in order.
+var filterCols = []string{"service", "model", "tenant", "operation", "provider"}
+
+// filterValues are a filter's values of filterCols, in order.
+func filterValues(f Filter) []string {
+	return []string{f.Service, f.Model, f.Tenant, f.Operation, f.Provider}
+}
+
+// narrowFilter is seriesFilter(n) over the rows r of narrowSourceSQL: a parameter whose column the
+// rows do not keep must be empty.
+func narrowFilter(keep map[string]bool, n int) string {
+	var out []string
+	for i, c := range filterCols {
+		if keep[c] {
+			out = append(out, fmt.Sprintf("($%d = '' OR r.%s = $%[1]d)", n+i, c))
+		} else {
+			out = append(out, fmt.Sprintf("$%d::text = ''", n+i))
+		}
+	}
+	return strings.Join(out, " AND ")
+}
+
+// plan is a pair of statements answering a summary: one adds up the rows of the range per group
+// (%[1]s: the group's columns, each followed by a comma), fallback flag, status and error class;
+// the other returns the latency histogram of every succeeded row with its group, for merging.
+// keep are the series columns the plan's rows hold (nil: all, on the series s).
+type plan struct {
+	sums, latency string
+	keep          map[string]bool
+}
+
 var (
-	summarySQL = `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
+	// bySeries reads rollup_daily and rollup_hourly, with their series s: it answers every summary.
+	bySeries = plan{
+		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
 	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), "") + `) r
 	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
 	WHERE ` + seriesFilter(9) + `
-	GROUP BY %[1]s r.fallback, r.status, r.error_class`
-
-	latencySQL = `SELECT %[1]s r.fallback, r.latency_hist::text
+	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
+		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'") + `) r
 	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
-	WHERE ` + seriesFilter(9)
+	WHERE ` + seriesFilter(9),
+	}
+	// narrowPlans read whole days from a narrow daily rollup each (ingest.DailyBy, in order), about
+	// a tenth of rollup_daily's rows.
+	narrowPlans = func() []plan {
+		var out []plan
+		for _, d := range ingest.DailyBy {
+			keep := map[string]bool{}
+			for _, c := range d.Keep {
+				keep[c] = true
+			}
+			src := func(cols, where string) string {
+				return fmt.Sprintf(narrowSourceSQL, cols, where, d.Table, strings.Join(d.Keep, ", "), strings.Join(d.Keep, ", s."))
+			}
+			out = append(out, plan{keep: keep,
+				sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
+	FROM (` + src(strings.Join(sumCols, ", "), "") + `) r
+	WHERE ` + narrowFilter(keep, 9) + `
+	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
+				latency: `SELECT %[1]s r.fallback, r.latency_hist::text
+	FROM (` + src("latency_hist", " AND status = 'ok'") + `) r
+	WHERE ` + narrowFilter(keep, 9),
+			})
+		}
+		return out
+	}()
 )
+
+// planFor picks the plan of a summary, and where its series columns are read (s or r): the first
+// narrow plan that keeps every series column the grouping and the filter name, else bySeries.
+func planFor(g grouping, f Filter) (plan, string) {
+	var need []string
+	for _, d := range g.dims {
+		if d != ByDay && d != ByHour {
+			need = append(need, dimSQL[d])
+		}
+	}
+	if g.fallback {
+		need = append(need, "fallback_from")
+	}
+	for i, v := range filterValues(f) {
+		if v != "" {
+			need = append(need, filterCols[i])
+		}
+	}
+next:
+	for _, p := range narrowPlans {
+		for _, c := range need {
+			if !p.keep[c] {
+				continue next
+			}
+		}
+		return p, "r"
+	}
+	return bySeries, "s"
+}
 
 // sumsOf is the sum of each of sumCols over the rows aliased r, as bigint.
 func sumsOf(r string) string {
@@ -292,14 +391,19 @@ func parseGrouping(dims []string) (grouping, error) {
 	return g, nil
 }
 
-// columns is the SQL list of the grouping's columns, each followed by a comma.
-func (g grouping) columns() string {
+// columns is the SQL list of the grouping's columns, each followed by a comma; series columns are
+// read from the relation named series (s, or r where the rows hold them).
+func (g grouping) columns(series string) string {
 	var b strings.Builder
 	for _, d := range g.dims {
-		b.WriteString(dimSQL[d] + ", ")
+		from := series
+		if d == ByDay || d == ByHour {
+			from = "r"
+		}
+		b.WriteString(from + "." + dimSQL[d] + ", ")
 	}
 	if g.fallback {
-		b.WriteString("s.fallback_from, ")
+		b.WriteString(series + ".fallback_from, ")
 	}
 	return b.String()
 }
@@ -521,6 +625,11 @@ func (a *acc) stats() Stats {
 // Summary answers for the attempts f selects, in total and grouped by the given dimensions (none:
 // the total only). See the package documentation for what each figure means.
 func (s *Service) Summary(ctx context.Context, f Filter, groupBy ...string) (Summary, error) {
+	return s.summary(ctx, f, planFor, groupBy)
+}
+
+// summary is Summary with the plan chosen by choose.
+func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, Filter) (plan, string), groupBy []string) (Summary, error) {
 	g, err := parseGrouping(groupBy)
 	if err != nil {
 		return Summary{}, err
@@ -538,9 +647,16 @@ func (s *Service) Summary(ctx context.Context, f Filter, groupBy ...string) (Sum
 		groups map[gkey]*acc
 		hists  map[gkey]*histogram
 	)
+	p, series := choose(g, f)
 	eg, ectx := errgroup.WithContext(ctx)
-	eg.Go(func() (err error) { groups, err = s.sums(ectx, g, args); return err })
-	eg.Go(func() (err error) { hists, err = s.latencies(ectx, g, args); return err })
+	eg.Go(func() (err error) {
+		groups, err = s.sums(ectx, g, fmt.Sprintf(p.sums, g.columns(series)), args)
+		return err
+	})
+	eg.Go(func() (err error) {
+		hists, err = s.latencies(ectx, g, fmt.Sprintf(p.latency, g.columns(series)), args)
+		return err
+	})
 	if err := eg.Wait(); err != nil {
 		return Summary{}, err
 	}
@@ -567,8 +683,8 @@ func (s *Service) Summary(ctx context.Context, f Filter, groupBy ...string) (Sum
 	return out, nil
 }
 
-// sums adds up the rollup rows of each group.
-func (s *Service) sums(ctx context.Context, g grouping, args []any) (map[gkey]*acc, error) {
+// sums adds up the rollup rows of each group with query, a plan's sums statement.
+func (s *Service) sums(ctx context.Context, g grouping, query string, args []any) (map[gkey]*acc, error) {
 	keyDst, keyOf := g.scanTargets()
 	var (
 		fallback      bool
@@ -580,7 +696,7 @@ func (s *Service) sums(ctx context.Context, g grouping, args []any) (map[gkey]*a
 		dst = append(dst, &sums[i])
 	}
 	groups := map[gkey]*acc{}
-	if err := s.read(ctx, readSettingsSQL, fmt.Sprintf(summarySQL, g.columns()), args, dst, func() error {
+	if err := s.read(ctx, readSettingsSQL, query, args, dst, func() error {
 		k := keyOf(fallback)
 		a, ok := groups[k]
 		if !ok {
@@ -595,15 +711,16 @@ func (s *Service) sums(ctx context.Context, g grouping, args []any) (map[gkey]*a
 	return groups, nil
 }
 
-// latencies merges the latency histograms of each group's succeeded attempts.
-func (s *Service) latencies(ctx context.Context, g grouping, args []any) (map[gkey]*histogram, error) {
+// latencies merges the latency histograms of each group's succeeded attempts, read with query, a
+// plan's latency statement.
+func (s *Service) latencies(ctx context.Context, g grouping, query string, args []any) (map[gkey]*histogram, error) {
 	keyDst, keyOf := g.scanTargets()
 	var (
 		fallback bool
 		h        pgtype.UndecodedBytes
 	)
 	hists := map[gkey]*histogram{}
-	if err := s.read(ctx, readSettingsSQL, fmt.Sprintf(latencySQL, g.columns()), args, append(keyDst, &fallback, &h), func() error {
+	if err := s.read(ctx, readSettingsSQL, query, args, append(keyDst, &fallback, &h), func() error {
 		k := keyOf(fallback)
 		m, ok := hists[k]
 		if !ok {

@@ -189,9 +189,15 @@ func dumpRollups(t *testing.T, pool *pgxpool.Pool) string {
 	// A cache row emptied by moves equals no row; cache_prefixes' sums of a hash's only call mean
 	// nothing once it has more.
 	const join = "JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id"
+	// The narrow daily rollups hold their series columns themselves.
+	const noSeries = "CROSS JOIN (SELECT NULL::text AS tenant, NULL AS service, NULL AS operation, NULL AS provider, " +
+		"NULL AS model, NULL AS fallback_from) s"
 	for _, q := range []struct{ table, row, join, where string }{
 		{"rollup_hourly", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
 		{"rollup_daily", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
+		{"rollup_daily_model", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
+		{"rollup_daily_service", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
+		{"rollup_daily_tenant", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_cache_hourly", "to_jsonb(r) - 'series_id'", join, "r.calls <> 0"},
 		{"cache_prefixes", "CASE WHEN r.calls = 1 THEN to_jsonb(r) - 'series_id' ELSE jsonb_build_object('month', r.month, " +
 			"'prompt_hash', r.prompt_hash, 'calls', r.calls) END", "LEFT " + join + " AND r.calls = 1", "TRUE"},

@@ -54,8 +54,45 @@ const (
 	HourBucketExpr = "date_trunc('hour', started_at, 'UTC')"
 )
 
+// column is a column a statement sends as an array, with its array element type.
+type column struct{ col, typ string }
+
+// Narrow is a daily rollup summed over every series column but Keep: keyed by project, local day
+// (bucket), the kept series columns, fallback, status and error class, with rollup_daily's sums and
+// histogram. A question that needs no other series column reads it instead of rollup_daily, which
+// has about ten times the rows.
+type Narrow struct {
+	Table string
+	Keep  []string // series columns, in key order
+}
+
+// DailyBy are the narrow daily rollups, kept in the same transactions as rollup_daily by the
+// writer, reprice and rebuild.
+var DailyBy = []Narrow{
+	{"rollup_daily_model", []string{"provider", "model", "fallback_from"}},
+	{"rollup_daily_service", []string{"service", "operation"}},
+	{"rollup_daily_tenant", []string{"tenant"}},
+}
+
+// keyCols are the key columns of the rollup, with the array type each is sent as.
+func (n Narrow) keyCols() []column {
+	cols := []column{{"project_id", "int8"}, {"bucket", "date"}}
+	for _, c := range n.Keep {
+		cols = append(cols, column{c, "text"})
+	}
+	return append(cols, column{"fallback", "bool"}, column{"status", "attempt_status"}, column{"error_class", "error_class"})
+}
+
+func prefixed(prefix string, cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = prefix + c
+	}
+	return out
+}
+
 // attemptCols are the attempts columns the writer fills, in the order of the unnest arrays.
-var attemptCols = []struct{ col, typ string }{
+var attemptCols = []column{
 	{"project_id", "int8"}, {"started_at", "timestamptz"}, {"series_id", "int8"},
 	{"attempt_no", "int4"}, {"latency_ms", "int4"}, {"status", "attempt_status"},
 	{"error_class", "error_class"}, {"fallback", "bool"}, {"batch", "bool"},
@@ -92,19 +129,26 @@ func buildInsertSQL() string {
 		names = append(names, c.col)
 	}
 	tz := fmt.Sprintf("$%d", len(attemptCols)+1)
-	upsert := func(table, bucket string) string {
-		var set, sel, ins []string
+	day := "(started_at AT TIME ZONE " + tz + ")::date"
+	// upsert counts the inserted rows (from, whose keys are the select list keySel) into table.
+	upsert := func(table string, key []column, keySel []string, from string) string {
+		var keys, order, set, sel, ins []string
+		for i, k := range key {
+			keys = append(keys, k.col)
+			order = append(order, fmt.Sprint(i+1))
+		}
 		for _, s := range RollupSums {
 			ins = append(ins, s.Col)
 			sel = append(sel, s.Expr)
 			set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 		}
-		return fmt.Sprintf(`INSERT INTO %s AS r (project_id, bucket, series_id, fallback, status, error_class, %s, latency_hist)
-		SELECT project_id, %s, series_id, fallback, status, error_class, %s, %s
-		FROM ins GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
-		ON CONFLICT (project_id, bucket, series_id, fallback, status, error_class) DO UPDATE SET %s,
+		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
+		SELECT %[4]s, %[5]s, %[6]s
+		FROM %[7]s GROUP BY %[8]s ORDER BY %[8]s
+		ON CONFLICT (%[2]s) DO UPDATE SET %[9]s,
 			latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)`,
-			table, strings.Join(ins, ", "), bucket, strings.Join(sel, ", "), LatencyHistExpr, strings.Join(set, ", "))
+			table, strings.Join(keys, ", "), strings.Join(ins, ", "), strings.Join(keySel, ", "), strings.Join(sel, ", "),
+			LatencyHistExpr, from, strings.Join(order, ", "), strings.Join(set, ", "))
 	}
 	var csel []string
 	for _, s := range CacheSums {
@@ -113,6 +157,13 @@ func buildInsertSQL() string {
 	newCache := fmt.Sprintf(`SELECT project_id, %s AS bucket, series_id, fallback, %s AS prompt_hash, %s
 		FROM ins WHERE %s GROUP BY 1, 2, 3, 4, 5`,
 		HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere)
+	var narrow []string
+	for _, d := range DailyBy {
+		sel := append([]string{"i.project_id", day}, prefixed("s.", d.Keep)...)
+		narrow = append(narrow, fmt.Sprintf("), %s AS (%s\n\t", d.Table,
+			upsert(d.Table, d.keyCols(), append(sel, "i.fallback", "i.status", "i.error_class"),
+				"ins i JOIN series s ON s.project_id = i.project_id AND s.id = i.series_id")))
+	}
 	return fmt.Sprintf(`WITH ins AS (
 		INSERT INTO attempts (%s)
 		SELECT * FROM unnest(%s) AS t(%s)
@@ -120,24 +171,24 @@ func buildInsertSQL() string {
 		RETURNING *
 	), hourly AS (%s
 	), daily AS (%s
-	), %s, cache AS (%s
+	%s), %s, cache AS (%s
 	)
 	SELECT project_id, attempt_id, started_at FROM ins`,
 		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "),
-		upsert("rollup_hourly", HourBucketExpr),
-		upsert("rollup_daily", "(started_at AT TIME ZONE "+tz+")::date"),
-		cacheFoldCTEs(newCache), cacheFoldUpsert)
+		upsert("rollup_hourly", rollupKeyCols, []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class"}, "ins"),
+		upsert("rollup_daily", dailyKeyCols, []string{"project_id", day, "series_id", "fallback", "status", "error_class"}, "ins"),
+		strings.Join(narrow, ""), cacheFoldCTEs(newCache), cacheFoldUpsert)
 }
 
 // Key columns of the rollups, in primary-key order, with the array type each is sent as.
 var (
-	rollupKeyCols = []struct{ col, typ string }{
+	rollupKeyCols = []column{
 		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
 		{"status", "attempt_status"}, {"error_class", "error_class"}}
-	dailyKeyCols = []struct{ col, typ string }{
+	dailyKeyCols = []column{
 		{"project_id", "int8"}, {"bucket", "date"}, {"series_id", "int8"}, {"fallback", "bool"},
 		{"status", "attempt_status"}, {"error_class", "error_class"}}
-	cacheKeyCols = []struct{ col, typ string }{
+	cacheKeyCols = []column{
 		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
 		{"prompt_hash", "text"}}
 )
@@ -150,7 +201,14 @@ var (
 var (
 	hourlyUpsertSQL = buildUpsertSQL("rollup_hourly", rollupKeyCols, RollupSums)
 	dailyUpsertSQL  = buildUpsertSQL("rollup_daily", dailyKeyCols, RollupSums)
-	cacheUpsertSQL  = func() string {
+	narrowUpsertSQL = func() []string {
+		out := make([]string, len(DailyBy))
+		for i, d := range DailyBy {
+			out[i] = buildUpsertSQL(d.Table, d.keyCols(), RollupSums)
+		}
+		return out
+	}()
+	cacheUpsertSQL = func() string {
 		var cols, params []string
 		for _, k := range cacheKeyCols {
 			cols = append(cols, k.col)
@@ -165,7 +223,7 @@ var (
 	}()
 )
 
-func buildUpsertSQL(table string, key []struct{ col, typ string }, sums []Sum) string {
+func buildUpsertSQL(table string, key []column, sums []Sum) string {
 	var cols, params, sel, order, keys, set []string
 	for i, k := range key {
 		cols = append(cols, k.col)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerd/ledgerd/store"
 )
 
 // The fast path sums the rollups of a batch in Go. Every column of RollupSums and CacheSums is a
@@ -122,13 +124,44 @@ func (h *hist) text() string {
 }
 
 // groupKey identifies one rollup row: bucket is the Unix second of the UTC hour (hourly, cache) or
-// of the local date at UTC midnight (daily); status and class are empty for the cache rollup, and
-// hash only set there.
+// of the local date at UTC midnight (daily ones); status and class are empty for the cache rollup,
+// and hash only set there; in a narrow daily rollup series is zero and keep holds the kept series
+// columns.
 type groupKey struct {
 	project, bucket, series int64
 	fallback                bool
 	status, class, hash     string
+	keep                    [maxKeep]string
 }
+
+// maxKeep is the most series columns a narrow rollup keeps.
+const maxKeep = 3
+
+// seriesCols reads each series column a narrow rollup may keep from a series key.
+var seriesCols = map[string]func(store.SeriesKey) string{
+	"tenant": func(k store.SeriesKey) string { return k.Tenant }, "service": func(k store.SeriesKey) string { return k.Service },
+	"operation": func(k store.SeriesKey) string { return k.Operation }, "provider": func(k store.SeriesKey) string { return k.Provider },
+	"model": func(k store.SeriesKey) string { return k.Model }, "fallback_from": func(k store.SeriesKey) string { return k.FallbackFrom },
+}
+
+// narrowKeep are, per narrow rollup of DailyBy, the readers of its kept columns, resolved once at
+// start-up.
+var narrowKeep = func() [][]func(store.SeriesKey) string {
+	out := make([][]func(store.SeriesKey) string, len(DailyBy))
+	for i, d := range DailyBy {
+		if len(d.Keep) > maxKeep {
+			panic(fmt.Sprintf("ingest: %s keeps more than %d series columns", d.Table, maxKeep))
+		}
+		for _, c := range d.Keep {
+			f, ok := seriesCols[c]
+			if !ok {
+				panic(fmt.Sprintf("ingest: %s keeps %q, not a series column", d.Table, c))
+			}
+			out[i] = append(out[i], f)
+		}
+	}
+	return out
+}()
 
 type group struct {
 	sums []int64
@@ -138,6 +171,7 @@ type group struct {
 // groups sums a batch's rows into the rows of one rollup table, in first-seen order.
 type groups struct {
 	funcs []func(*batch, int) int64
+	kept  int // series columns kept, in a narrow rollup
 	index map[groupKey]int
 	keys  []groupKey
 	vals  []group
@@ -164,21 +198,46 @@ func (g *groups) add(k groupKey, b *batch, i int, hist bool) {
 	}
 }
 
-// args returns the arrays an upsert statement of buildUpsertSQL takes: keys, sums, histograms.
-// Buckets go as UTC times, which PostgreSQL reads as the hour (timestamptz) or the date.
-func (g *groups) args(cache, hist bool) []any {
+// keyLayout is which key columns an upsert takes, in its key order: rollupKeyCols, cacheKeyCols,
+// or a narrow rollup's keyCols.
+type keyLayout int
+
+const (
+	seriesKeys keyLayout = iota
+	cacheKeys
+	narrowKeys
+)
+
+// args returns the arrays an upsert statement of buildUpsertSQL takes: keys in the layout's
+// order, sums, histograms. Buckets go as UTC times, which PostgreSQL reads as the hour
+// (timestamptz) or the date.
+func (g *groups) args(layout keyLayout, hist bool) []any {
 	n := len(g.keys)
 	project, buckets, series, fallback := make([]int64, n), make([]time.Time, n), make([]int64, n), make([]bool, n)
 	status, class, hash := make([]string, n), make([]string, n), make([]string, n)
+	var keep [maxKeep][]string
+	for c := range keep {
+		keep[c] = make([]string, n)
+	}
 	for i, k := range g.keys {
 		project[i], buckets[i], series[i], fallback[i] = k.project, time.Unix(k.bucket, 0).UTC(), k.series, k.fallback
 		status[i], class[i], hash[i] = k.status, k.class, k.hash
+		for c := range keep {
+			keep[c][i] = k.keep[c]
+		}
 	}
-	args := []any{project, buckets, series, fallback}
-	if cache {
-		args = append(args, hash)
-	} else {
-		args = append(args, status, class)
+	var args []any
+	switch layout {
+	case seriesKeys:
+		args = []any{project, buckets, series, fallback, status, class}
+	case cacheKeys:
+		args = []any{project, buckets, series, fallback, hash}
+	case narrowKeys:
+		args = []any{project, buckets}
+		for c := range g.kept {
+			args = append(args, keep[c])
+		}
+		args = append(args, fallback, status, class)
 	}
 	for c := range g.funcs {
 		col := make([]int64, n)
@@ -197,11 +256,16 @@ func (g *groups) args(cache, hist bool) []any {
 	return args
 }
 
-// rollupBatch sums a batch (all rows new) into the three rollups and queues their upserts. Daily
-// buckets are local dates in tz: Go's t.In(tz) date equals PostgreSQL's (t AT TIME ZONE tz)::date
-// for the same zone rules.
+// rollupBatch sums a batch (all rows new) into the rollups and queues their upserts. Daily buckets
+// are local dates in tz: Go's t.In(tz) date equals PostgreSQL's (t AT TIME ZONE tz)::date for the
+// same zone rules.
 func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
 	hourly, daily, cache := newGroups(rollupFuncs), newGroups(rollupFuncs), newGroups(cacheFuncs)
+	narrow := make([]*groups, len(DailyBy))
+	for n := range narrow {
+		narrow[n] = newGroups(rollupFuncs)
+		narrow[n].kept = len(DailyBy[n].Keep)
+	}
 	for i := range b.n {
 		t := b.started[i]
 		hour := t.Truncate(time.Hour).Unix()
@@ -212,6 +276,14 @@ func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
 		hourly.add(k, b, i, true)
 		k.bucket = day
 		daily.add(k, b, i, true)
+		k.series = 0
+		for n, keep := range narrowKeep {
+			k.keep = [maxKeep]string{}
+			for c, f := range keep {
+				k.keep[c] = f(b.seriesKey[i])
+			}
+			narrow[n].add(k, b, i, true)
+		}
 		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {
 			ck := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i]}
 			if p := b.promptHash[i]; p != nil {
@@ -221,10 +293,13 @@ func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
 		}
 	}
 	q := &pgx.Batch{}
-	q.Queue(hourlyUpsertSQL, hourly.args(false, true)...)
-	q.Queue(dailyUpsertSQL, daily.args(false, true)...)
+	q.Queue(hourlyUpsertSQL, hourly.args(seriesKeys, true)...)
+	q.Queue(dailyUpsertSQL, daily.args(seriesKeys, true)...)
+	for n, g := range narrow {
+		q.Queue(narrowUpsertSQL[n], g.args(narrowKeys, true)...)
+	}
 	if len(cache.keys) > 0 {
-		q.Queue(cacheUpsertSQL, cache.args(true, false)...)
+		q.Queue(cacheUpsertSQL, cache.args(cacheKeys, false)...)
 	}
 	return q
 }

@@ -455,6 +455,7 @@ type batch struct {
 	cost, nocache, clientCost              []*int64
 	attemptID, requestID                   []string
 	promptHash, providerReq, metadata      []*string
+	seriesKey                              []store.SeriesKey // not stored: what the narrow rollups keep
 }
 
 // columns turns rows into a batch.
@@ -473,11 +474,13 @@ func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[stri
 		cost: make([]*int64, n), nocache: make([]*int64, n), clientCost: make([]*int64, n),
 		attemptID: make([]string, n), requestID: make([]string, n),
 		promptHash: make([]*string, n), providerReq: make([]*string, n), metadata: make([]*string, n),
+		seriesKey: make([]store.SeriesKey, n),
 	}
 	for i, r := range rows {
 		a := &r.a
 		b.project[i] = r.key.project
 		b.series[i] = seriesIDs[r.series]
+		b.seriesKey[i] = r.series
 		b.started[i] = a.StartedAt
 		b.attemptNo[i] = int32(a.AttemptNo)
 		b.latency[i] = int32(a.LatencyMS)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/migrations"
 )
@@ -50,18 +52,7 @@ func TestCachePrefixesFold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	for {
-		cur, _, err := migrations.Versions(ctx, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cur == 4 {
-			break
-		}
-		if err := migrations.Down(ctx, pool); err != nil {
-			t.Fatal(err)
-		}
-	}
+	downTo(t, pool, 4)
 	// (bucket, series, hash, calls, cost) of rollup_cache_hourly rows before the migration.
 	_, err := pool.Exec(ctx, `INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, calls,
 			cache_write_calls, cache_read_calls, input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos,
@@ -120,5 +111,67 @@ func TestHistMerge(t *testing.T) {
 		if got != c.want {
 			t.Errorf("hist_merge(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// downTo rolls a migrated database back to version v.
+func downTo(t *testing.T, pool *pgxpool.Pool, v int64) {
+	t.Helper()
+	for {
+		cur, _, err := migrations.Versions(context.Background(), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur == v {
+			return
+		}
+		if err := migrations.Down(context.Background(), pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestNarrowBackfill checks that migration 7 fills the narrow daily rollups from rollup_daily: by
+// model, the rows of two tenants' series of one model added up, histograms merged, another model
+// apart; by service, all three in one row.
+func TestNarrowBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	downTo(t, pool, 6)
+	_, err := pool.Exec(ctx, `
+		INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from) OVERRIDING SYSTEM VALUE
+		VALUES (1, 'a', 'chat', 'default', 'anthropic', 'm1', ''), (1, 'b', 'chat', 'default', 'anthropic', 'm1', ''),
+			(1, 'a', 'chat', 'default', 'anthropic', 'm2', '');
+		INSERT INTO rollup_daily (project_id, bucket, series_id, fallback, status, error_class, attempts, requests,
+			input_tokens, output_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, reasoning_tokens,
+			cache_write_calls, cache_read_calls, cost_nanos, nocache_cost_nanos, unpriced_attempts, client_cost_nanos,
+			cost_mismatch_attempts, latency_sum_ms, latency_hist)
+		SELECT 1, '2026-11-02', s.id, false, 'ok', 'none', n, n, 10 * n, 0, 0, 0, 0, 0, 0, 0, 100 * n, 100 * n, 0, 0, 0,
+			500 * n, h::int8[]
+		FROM series s JOIN (VALUES ('a', 'm1', 2, '[3:4]={1,1}'), ('b', 'm1', 3, '[4:6]={1,1,1}'), ('a', 'm2', 5, '{5}'))
+			AS v(tenant, model, n, h) ON v.tenant = s.tenant AND v.model = s.model`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(concat_ws(' ', bucket, model, attempts, input_tokens, cost_nanos,
+			latency_sum_ms, latency_hist::text) ORDER BY model) FROM rollup_daily_model`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2026-11-02 m1 5 50 500 2500 [3:6]={1,2,1,1}", "2026-11-02 m2 5 50 500 2500 {5}"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rollup_daily_model:\n got %q\nwant %q", got, want)
+	}
+	if err := pool.QueryRow(ctx, `SELECT array_agg(concat_ws(' ', bucket, service, operation, attempts, input_tokens, cost_nanos,
+			latency_sum_ms, latency_hist::text)) FROM rollup_daily_service`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"2026-11-02 chat default 10 100 1000 5000 {5,0,1,2,1,1}"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rollup_daily_service:\n got %q\nwant %q", got, want)
 	}
 }

@@ -8,9 +8,9 @@
 // catalog it is given, exactly as the ingest writer would today, and writes the new cost_nanos,
 // nocache_cost_nanos and price_id of the attempts whose figures changed. In the same transaction it
 // adds, per rollup key, the difference between the changed attempts' new and old sums to
-// rollup_hourly, rollup_daily (local date in settings 'timezone') and rollup_cache_hourly, using
-// the writer's own aggregate expressions (ingest.RollupSums), so every rollup keeps equalling a
-// rebuild from raw. Either everything is written or nothing is. A second run with the same catalog
+// rollup_hourly, rollup_daily (local date in settings 'timezone'), rollup_daily_model (the daily
+// deltas per model) and rollup_cache_hourly, using the writer's own aggregate expressions
+// (ingest.RollupSums), so every rollup keeps equalling a rebuild from raw. Either everything is written or nothing is. A second run with the same catalog
 // changes nothing.
 //
 // Rows are streamed through a cursor in chunks (Options.ChunkRows), so memory stays bounded
@@ -401,7 +401,7 @@ func (r *run) write(ctx context.Context, changed []*raw, ids map[string]int32) e
 }
 
 // applyDeltas adds the accumulated deltas to the rollups. The rows are locked in key order first;
-// should that deadlock with a concurrent ingest commit anyway (the two lock the three tables in
+// should that deadlock with a concurrent ingest commit anyway (the two lock the tables in
 // different orders), only this step is rolled back and tried again.
 func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
 	var err error

@@ -263,9 +263,22 @@ const (
 func (l ledger) checkRollups(t *testing.T) {
 	t.Helper()
 	daily := strings.Replace(rawHourly, "date_trunc('hour', started_at)", "(started_at AT TIME ZONE '"+zone+"')::date", 1)
+	// The narrow daily rollups: daily, the series replaced by the columns kept (keep).
+	narrow := func(keep string, n int) string {
+		group := "1, 2, 3, 4, 5"
+		for i := range n {
+			group += fmt.Sprintf(", %d", 6+i)
+		}
+		return strings.NewReplacer("date_trunc('hour', started_at), series_id,", "(started_at AT TIME ZONE '"+zone+"')::date, "+keep+",",
+			"FROM attempts GROUP BY 1, 2, 3, 4, 5, 6", `FROM (SELECT a.*, s.provider, s.model, s.fallback_from, s.service, s.operation, s.tenant
+				FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a GROUP BY `+group).Replace(rawHourly)
+	}
 	for _, c := range []struct{ table, raw, cols string }{
 		{"rollup_hourly", rawHourly, rollupCols},
 		{"rollup_daily", daily, rollupCols},
+		{"rollup_daily_model", narrow("provider, model, fallback_from", 3), strings.Replace(rollupCols, "series_id,", "provider, model, fallback_from,", 1)},
+		{"rollup_daily_service", narrow("service, operation", 2), strings.Replace(rollupCols, "series_id,", "service, operation,", 1)},
+		{"rollup_daily_tenant", narrow("tenant", 1), strings.Replace(rollupCols, "series_id,", "tenant,", 1)},
 		{"rollup_cache_hourly WHERE calls <> 0", rawCache, cacheCols}, // a row emptied by moves equals none
 		{"cache_prefixes", rawPrefixes, prefixCols},
 	} {

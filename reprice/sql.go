@@ -82,15 +82,33 @@ var chunkSQL = buildChunkSQL()
 
 // applySQL holds, per rollup table, the statement that locks the rows the accumulated deltas
 // touch, in key order, and the one that adds the deltas to them.
-var applySQL = []applyStmt{
+var applySQL = append(append([]applyStmt{
 	buildApply("rollup_hourly", "reprice_hourly", rollupKey, rollupDeltaCols, applyOptions{}),
 	buildApply("rollup_daily", "reprice_daily", rollupKey, rollupDeltaCols, applyOptions{}),
+}, narrowApply()...), cacheApply...)
+
+// cacheApply are the cache statements of applySQL.
+var cacheApply = []applyStmt{
 	// Every hash the reprice touched is locked, whatever its deltas add up to, so that no commit
 	// moves a single-use call between the empty-hash row and its hash's row while
 	// foldedCacheDeltas decides where each delta goes; the deltas go to the sums cache_prefixes
 	// keeps of a hash's only call.
 	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, applyOptions{lockAll: true, where: "r.calls = 1"}),
 	buildApply("rollup_cache_hourly", foldedCacheDeltas, cacheKey, cacheDeltaCols, applyOptions{}),
+}
+
+// narrowApply are the statements of applySQL for the narrow daily rollups (ingest.DailyBy):
+// reprice_daily's deltas, the series reduced to the columns each keeps.
+func narrowApply() []applyStmt {
+	var out []applyStmt
+	for _, d := range ingest.DailyBy {
+		key := append(append([]string{"project_id", "bucket"}, d.Keep...), "fallback", "status", "error_class")
+		deltas := fmt.Sprintf(`(SELECT d.project_id, d.bucket, s.%s, d.fallback, d.status, d.error_class, %s
+			FROM reprice_daily d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
+			strings.Join(d.Keep, ", s."), "d."+strings.Join(rollupDeltaCols, ", d."))
+		out = append(out, buildApply(d.Table, deltas, key, rollupDeltaCols, applyOptions{}))
+	}
+	return out
 }
 
 // prefixKey is the key of cache_prefixes; prefixDeltas are reprice_cache's deltas per prefix.
