@@ -12,11 +12,14 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -355,11 +358,19 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 			}
 			first[r.key] = r
 			rows = append(rows, r)
-			times = append(times, r.a.StartedAt)
-			keys = append(keys, r.series)
-			if r.cost.Priced {
-				prices = append(prices, r.cost.Version)
-			}
+		}
+	}
+	// Records go in identity order, so two commits holding the same redelivered records wait for
+	// each other on the identity index in one order, instead of deadlocking.
+	slices.SortFunc(rows, func(a, b *row) int {
+		return cmp.Or(cmp.Compare(a.key.project, b.key.project), strings.Compare(a.key.attemptID, b.key.attemptID),
+			cmp.Compare(a.key.micros, b.key.micros))
+	})
+	for _, r := range rows {
+		times = append(times, r.a.StartedAt)
+		keys = append(keys, r.series)
+		if r.cost.Priced {
+			prices = append(prices, r.cost.Version)
 		}
 	}
 	w.m.batchSize.Observe(float64(len(rows)))
