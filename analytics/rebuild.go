@@ -105,7 +105,7 @@ var (
 		for _, d := range ingest.DailyBy {
 			keep := strings.Join(d.Keep, ", ")
 			var group []string
-			for i := range len(d.Keep) + 5 {
+			for i := range d.Key() {
 				group = append(group, fmt.Sprint(i+1))
 			}
 			out = append(out, step{"clear " + d.Table, "DELETE FROM " + d.Table, nil},

@@ -83,6 +83,16 @@ func (n Narrow) keyCols() []column {
 	return append(cols, column{"fallback", "bool"}, column{"status", "attempt_status"}, column{"error_class", "error_class"})
 }
 
+// Key is the rollup's primary key, in order: the columns rebuild groups by and reprice adds its
+// deltas on.
+func (n Narrow) Key() []string {
+	var out []string
+	for _, c := range n.keyCols() {
+		out = append(out, c.col)
+	}
+	return out
+}
+
 func prefixed(prefix string, cols []string) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {

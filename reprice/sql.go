@@ -102,11 +102,10 @@ var cacheApply = []applyStmt{
 func narrowApply() []applyStmt {
 	var out []applyStmt
 	for _, d := range ingest.DailyBy {
-		key := append(append([]string{"project_id", "bucket"}, d.Keep...), "fallback", "status", "error_class")
 		deltas := fmt.Sprintf(`(SELECT d.project_id, d.bucket, s.%s, d.fallback, d.status, d.error_class, %s
 			FROM reprice_daily d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
 			strings.Join(d.Keep, ", s."), "d."+strings.Join(rollupDeltaCols, ", d."))
-		out = append(out, buildApply(d.Table, deltas, key, rollupDeltaCols, applyOptions{}))
+		out = append(out, buildApply(d.Table, deltas, d.Key(), rollupDeltaCols, applyOptions{}))
 	}
 	return out
 }
