@@ -30,6 +30,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the evaluator's metrics (none when nil).
 	Registerer prometheus.Registerer
+	// Sync, when set, runs before each evaluation to fold the rollup deltas ingest left pending
+	// (ingest.Writer.Sync), so the rules count every record this replica acknowledged.
+	Sync func(context.Context) error
 }
 
 // Evaluator evaluates the rules every interval on the replica that holds the alerting lock, keeps
@@ -159,6 +162,11 @@ func (e *Evaluator) Evaluate(ctx context.Context) (bool, error) {
 	e.m.leader.Set(1)
 	start := time.Now()
 	defer func() { e.m.duration.Observe(time.Since(start).Seconds()) }()
+	if e.opt.Sync != nil {
+		if err := e.opt.Sync(ctx); err != nil {
+			e.log.Warn("fold rollups before evaluating alerts", "err", err)
+		}
+	}
 	now := e.now()
 	projects, err := listProjects(ctx, e.pool)
 	if err != nil {

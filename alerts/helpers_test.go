@@ -157,6 +157,9 @@ func (l *ledger) add(t testing.TB, p store.Project, calls ...call) {
 	if res.Accepted != len(recs) {
 		t.Fatalf("writer accepted %d of %d records", res.Accepted, len(recs))
 	}
+	if err := l.w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func or(s, def string) string {

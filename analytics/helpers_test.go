@@ -83,6 +83,9 @@ func (l *ledger) add(project int64, recs ...schema.Attempt) {
 	if res.Accepted != len(recs) {
 		l.t.Fatalf("accepted %d of %d records", res.Accepted, len(recs))
 	}
+	if err := l.w.Sync(context.Background()); err != nil {
+		l.t.Fatal(err)
+	}
 }
 
 // service returns an analytics Service on the ledger with a fixed clock.

@@ -161,16 +161,22 @@ func rollupInsert(table, bucket, where string) string {
 
 // Rebuild recounts rollup_hourly, rollup_daily (and the narrow daily rollups from it) and
 // rollup_cache_hourly from the raw attempts, with days counted in tz, and stores tz as the
-// database's timezone, all in one transaction: use it to change the timezone, or to repair rollups. Writers wait for it (the rollups are locked against
-// writes, not reads: dashboards keep answering from the old rollups until it commits). Stop every
-// ledgerd serving the database before changing the timezone, and start them with the new one.
+// database's timezone, all in one transaction: use it to change the timezone, or to repair
+// rollups. It first folds the rollup deltas pending in its snapshot (ingest.Fold), which it then
+// recounts with the raw attempts; deltas committed after stay pending for the writers to fold
+// afterwards, while ingest goes on. The rollups are locked against writes, not reads: dashboards
+// keep answering from the old rollups until it commits. Stop every ledgerd serving the database
+// before changing the timezone, and start them with the new one.
 //
 // Months whose raw partitions were dropped for retention keep their rollups: hourly ones as they
 // are; daily ones as they are when the timezone is unchanged, else recounted from the hourly ones,
 // which is exact where local days begin on whole UTC hours and refused where they do not.
 func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (RebuildResult, error) {
 	res := RebuildResult{Timezone: tz.String()}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		if err := ingest.Fold(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, lockRollupsSQL); err != nil {
 			return fmt.Errorf("lock rollups: %w", err)
 		}

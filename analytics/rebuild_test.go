@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/schema"
 	"github.com/ledgerd/ledgerd/synth"
 )
@@ -133,6 +135,54 @@ func TestRebuildEqualsWriter(t *testing.T) {
 				t.Errorf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestRebuildWithPending rebuilds while ingest commits go on and deltas of earlier commits are
+// still pending: the rebuild folds and recounts the attempts of its snapshot, the later deltas
+// stay pending and are folded once after it, and the rollups end as a writer folding as it goes
+// leaves them.
+func TestRebuildWithPending(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	recs := synthetic(t, 3000)
+	tz := mustZone(t, "America/New_York")
+	want := newLedger(t, tz)
+	want.addMany(want.project("acme"), recs)
+
+	l := newLedger(t, tz)
+	p := l.project("acme")
+	l.addMany(p, recs[:1000])
+	w := ingest.NewWriter(l.st, testPrice, ingest.Options{Timezone: tz, Registerer: prometheus.NewRegistry(), FoldEvery: time.Hour})
+	if _, err := w.Submit(ctx, p, recs[1000:2000]); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := 2000; i < len(recs); i += 100 {
+			if _, err := w.Submit(ctx, p, recs[i:i+100]); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if _, err := analytics.Rebuild(ctx, l.st.Pool, tz); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameRollups(t, "rebuilt during ingest", snapshot(t, l), snapshot(t, want))
+	var pending int64
+	if err := l.st.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pending_rollup_hourly) + (SELECT count(*) FROM pending_cache)`).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending != 0 {
+		t.Errorf("%d rows still pending", pending)
 	}
 }
 

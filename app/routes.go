@@ -46,7 +46,7 @@ func mount(ctx context.Context, d Deps, steps *cleanup) error {
 	if err != nil {
 		return err
 	}
-	ev := alerts.New(alertCfg, alerts.Options{Pool: d.Store.Pool, Timezone: d.Timezone, Now: d.Now, Logger: d.Logger, Registerer: d.Registry})
+	ev := alerts.New(alertCfg, alerts.Options{Pool: d.Store.Pool, Timezone: d.Timezone, Now: d.Now, Logger: d.Logger, Registerer: d.Registry, Sync: d.Writer.Sync})
 	ev.Mount(d.Server.API)
 	ev.Start(ctx)
 	*steps = append(*steps, ev.Stop)

@@ -123,12 +123,17 @@ var copyCols = func() []string {
 	return cols
 }()
 
-// uniqueViolation is the SQLSTATE a COPY fails with when a record is already stored.
-const uniqueViolation = "23505"
+// SQLSTATEs the writer tells apart: a COPY fails with uniqueViolation when a record is already
+// stored; a fold fails with lockNotAvailable when another fold holds the lock past lock_timeout.
+const (
+	uniqueViolation  = "23505"
+	lockNotAvailable = "55P03"
+)
 
-// insertSQL inserts a batch of attempts from arrays, skipping records already stored, and folds
-// exactly the inserted rows into the rollups in the same statement. $N+1 is the timezone of daily
-// rollups. It returns the identity of each inserted row. It is built once, at start-up.
+// insertSQL inserts a batch of attempts from arrays, skipping records already stored, and adds
+// exactly the inserted rows' rollup deltas to the pending tables in the same statement. $N+1 is the
+// timezone of daily rollups. It returns the identity of each inserted row. It is built once, at
+// start-up.
 var insertSQL = buildInsertSQL()
 
 func buildInsertSQL() string {
@@ -140,54 +145,54 @@ func buildInsertSQL() string {
 	}
 	tz := fmt.Sprintf("$%d", len(attemptCols)+1)
 	day := "(started_at AT TIME ZONE " + tz + ")::date"
-	// upsert counts the inserted rows (from, whose keys are the select list keySel) into table.
-	upsert := func(table string, key []column, keySel []string, from string) string {
-		var keys, order, set, sel, ins []string
-		for i, k := range key {
-			keys = append(keys, k.col)
+	// pending adds the rollup deltas of the inserted rows (from, whose keys are the select list
+	// keySel) to table's pending table.
+	pending := func(t rollupTable, keySel []string, from string) string {
+		var cols, order, sel []string
+		for i, k := range t.key {
+			cols = append(cols, k.col)
 			order = append(order, fmt.Sprint(i+1))
 		}
 		for _, s := range RollupSums {
-			ins = append(ins, s.Col)
+			cols = append(cols, s.Col)
 			sel = append(sel, s.Expr)
-			set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 		}
-		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
-		SELECT %[4]s, %[5]s, %[6]s
-		FROM %[7]s GROUP BY %[8]s ORDER BY %[8]s
-		ON CONFLICT (%[2]s) DO UPDATE SET %[9]s,
-			latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)`,
-			table, strings.Join(keys, ", "), strings.Join(ins, ", "), strings.Join(keySel, ", "), strings.Join(sel, ", "),
-			LatencyHistExpr, from, strings.Join(order, ", "), strings.Join(set, ", "))
+		return fmt.Sprintf(`INSERT INTO %s (%s, latency_hist)
+		SELECT %s, %s, %s FROM %s GROUP BY %s`,
+			t.pending(), strings.Join(cols, ", "), strings.Join(keySel, ", "), strings.Join(sel, ", "),
+			LatencyHistExpr, from, strings.Join(order, ", "))
 	}
-	var csel []string
+	var csel, ccols []string
 	for _, s := range CacheSums {
-		csel = append(csel, s.Expr+" AS "+s.Col)
+		csel = append(csel, s.Expr)
+		ccols = append(ccols, s.Col)
 	}
-	newCache := fmt.Sprintf(`SELECT project_id, %s AS bucket, series_id, fallback, %s AS prompt_hash, %s
+	cache := fmt.Sprintf(`INSERT INTO pending_cache (project_id, bucket, series_id, fallback, prompt_hash, %s)
+		SELECT project_id, %s, series_id, fallback, %s, %s
 		FROM ins WHERE %s GROUP BY 1, 2, 3, 4, 5`,
-		HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere)
-	var narrow []string
-	for _, d := range DailyBy {
+		strings.Join(ccols, ", "), HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere)
+	steps := []string{
+		pending(rollupTables[0], []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class"}, "ins"),
+		pending(rollupTables[1], []string{"project_id", day, "series_id", "fallback", "status", "error_class"}, "ins"),
+	}
+	for i, d := range DailyBy {
 		sel := append([]string{"i.project_id", day}, prefixed("s.", d.Keep)...)
-		narrow = append(narrow, fmt.Sprintf("), %s AS (%s\n\t", d.Table,
-			upsert(d.Table, d.keyCols(), append(sel, "i.fallback", "i.status", "i.error_class"),
-				"ins i JOIN series s ON s.project_id = i.project_id AND s.id = i.series_id")))
+		steps = append(steps, pending(rollupTables[2+i], append(sel, "i.fallback", "i.status", "i.error_class"),
+			"ins i JOIN series s ON s.project_id = i.project_id AND s.id = i.series_id"))
+	}
+	steps = append(steps, cache)
+	var ctes []string
+	for i, st := range steps {
+		ctes = append(ctes, fmt.Sprintf("p%d AS (%s\n\t)", i, st))
 	}
 	return fmt.Sprintf(`WITH ins AS (
 		INSERT INTO attempts (%s)
 		SELECT * FROM unnest(%s) AS t(%s)
 		ON CONFLICT (project_id, attempt_id, started_at) DO NOTHING
 		RETURNING *
-	), hourly AS (%s
-	), daily AS (%s
-	%s), %s, cache AS (%s
-	)
+	), %s
 	SELECT project_id, attempt_id, started_at FROM ins`,
-		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "),
-		upsert("rollup_hourly", rollupKeyCols, []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class"}, "ins"),
-		upsert("rollup_daily", dailyKeyCols, []string{"project_id", day, "series_id", "fallback", "status", "error_class"}, "ins"),
-		strings.Join(narrow, ""), cacheFoldCTEs(newCache), cacheFoldUpsert)
+		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "), strings.Join(ctes, ", "))
 }
 
 // Key columns of the rollups, in primary-key order, with the array type each is sent as.
@@ -203,60 +208,59 @@ var (
 		{"prompt_hash", "text"}}
 )
 
-// The fast path's rollup upserts: groups summed in Go (see sums.go), sent as arrays (keys, then one
-// int8 array per sum column, then the latency histograms as text) and added to the stored rows; the
-// cache groups go through the same fold (cacheFoldCTEs) as the exact path's. Rows are written in
-// key order, as the slow path writes them, so concurrent flushes lock rollup rows in the same
-// order. Built once, at start-up.
+// rollupTable is a rollup with RollupSums' columns and a latency histogram, kept through its
+// pending table (migration 00008).
+type rollupTable struct {
+	table string
+	key   []column
+}
+
+// pending is the table ingest commits add the rollup's deltas to, for Fold to add to the rollup.
+func (t rollupTable) pending() string { return "pending_" + t.table }
+
+// rollupTables are the rollups with RollupSums' columns: rollup_hourly, rollup_daily, then the
+// narrow daily rollups in DailyBy order.
+var rollupTables = func() []rollupTable {
+	out := []rollupTable{{"rollup_hourly", rollupKeyCols}, {"rollup_daily", dailyKeyCols}}
+	for _, d := range DailyBy {
+		out = append(out, rollupTable{d.Table, d.keyCols()})
+	}
+	return out
+}()
+
+// The fast path's pending inserts, one per rollupTables entry and one for the cache groups: groups
+// summed in Go (see sums.go), sent as arrays (keys, then one int8 array per sum column, then the
+// latency histograms as text). Built once, at start-up.
 var (
-	hourlyUpsertSQL = buildUpsertSQL("rollup_hourly", rollupKeyCols, RollupSums)
-	dailyUpsertSQL  = buildUpsertSQL("rollup_daily", dailyKeyCols, RollupSums)
-	narrowUpsertSQL = func() []string {
-		out := make([]string, len(DailyBy))
-		for i, d := range DailyBy {
-			out[i] = buildUpsertSQL(d.Table, d.keyCols(), RollupSums)
+	pendingSQL = func() []string {
+		out := make([]string, len(rollupTables))
+		for i, t := range rollupTables {
+			out[i] = buildPendingSQL(t.pending(), t.key, RollupSums, true)
 		}
 		return out
 	}()
-	cacheUpsertSQL = func() string {
-		var cols, params []string
-		for _, k := range cacheKeyCols {
-			cols = append(cols, k.col)
-			params = append(params, fmt.Sprintf("$%d::%s[]", len(params)+1, k.typ))
-		}
-		for _, s := range CacheSums {
-			cols = append(cols, s.Col)
-			params = append(params, fmt.Sprintf("$%d::int8[]", len(params)+1))
-		}
-		src := fmt.Sprintf("SELECT * FROM unnest(%s) AS t(%s)", strings.Join(params, ", "), strings.Join(cols, ", "))
-		return "WITH " + cacheFoldCTEs(src) + " " + cacheFoldUpsert
-	}()
+	pendingCacheSQL = buildPendingSQL("pending_cache", cacheKeyCols, CacheSums, false)
 )
 
-func buildUpsertSQL(table string, key []column, sums []Sum) string {
-	var cols, params, sel, order, keys, set []string
-	for i, k := range key {
+func buildPendingSQL(table string, key []column, sums []Sum, hist bool) string {
+	var cols, params, sel []string
+	for _, k := range key {
 		cols = append(cols, k.col)
 		params = append(params, fmt.Sprintf("$%d::%s[]", len(params)+1, k.typ))
 		sel = append(sel, k.col)
-		order = append(order, fmt.Sprint(i+1))
-		keys = append(keys, k.col)
 	}
 	for _, s := range sums {
 		cols = append(cols, s.Col)
 		params = append(params, fmt.Sprintf("$%d::int8[]", len(params)+1))
 		sel = append(sel, s.Col)
-		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
 	}
-	cols = append(cols, "latency_hist")
-	params = append(params, fmt.Sprintf("$%d::text[]", len(params)+1))
-	sel = append(sel, "latency_hist::int8[]")
-	set = append(set, "latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)")
-	return fmt.Sprintf(`INSERT INTO %s AS r (%s)
-		SELECT %s FROM unnest(%s) AS t(%s) ORDER BY %s
-		ON CONFLICT (%s) DO UPDATE SET %s`,
-		table, strings.Join(cols, ", "), strings.Join(sel, ", "), strings.Join(params, ", "),
-		strings.Join(cols, ", "), strings.Join(order, ", "), strings.Join(keys, ", "), strings.Join(set, ", "))
+	if hist {
+		cols = append(cols, "latency_hist")
+		params = append(params, fmt.Sprintf("$%d::text[]", len(params)+1))
+		sel = append(sel, "latency_hist::int8[]")
+	}
+	return fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM unnest(%s) AS t(%s)`,
+		table, strings.Join(cols, ", "), strings.Join(sel, ", "), strings.Join(params, ", "), strings.Join(cols, ", "))
 }
 
 // cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their

@@ -170,35 +170,37 @@ type group struct {
 
 // groups sums a batch's rows into the rows of one rollup table, in first-seen order.
 type groups struct {
-	funcs []func(*batch, int) int64
+	width int // sum columns
 	kept  int // series columns kept, in a narrow rollup
 	index map[groupKey]int
 	keys  []groupKey
 	vals  []group
 }
 
-func newGroups(funcs []func(*batch, int) int64) *groups {
-	return &groups{funcs: funcs, index: map[groupKey]int{}}
+func newGroups(width int) *groups {
+	return &groups{width: width, index: map[groupKey]int{}}
 }
 
-func (g *groups) add(k groupKey, b *batch, i int, hist bool) {
+// add adds one row's contributions to its group, and its latency to the group's histogram unless
+// bucket is negative.
+func (g *groups) add(k groupKey, contrib []int64, bucket int) {
 	n, ok := g.index[k]
 	if !ok {
 		n = len(g.keys)
 		g.index[k] = n
 		g.keys = append(g.keys, k)
-		g.vals = append(g.vals, group{sums: make([]int64, len(g.funcs))})
+		g.vals = append(g.vals, group{sums: make([]int64, g.width)})
 	}
 	v := &g.vals[n]
-	for c, f := range g.funcs {
-		v.sums[c] += f(b, i)
+	for c, x := range contrib {
+		v.sums[c] += x
 	}
-	if hist {
-		v.hist.add(latencyBucket(b.latency[i]))
+	if bucket >= 0 {
+		v.hist.add(bucket)
 	}
 }
 
-// keyLayout is which key columns an upsert takes, in its key order: rollupKeyCols, cacheKeyCols,
+// keyLayout is which key columns a pending insert takes, in its key order: rollupKeyCols, cacheKeyCols,
 // or a narrow rollup's keyCols.
 type keyLayout int
 
@@ -208,7 +210,7 @@ const (
 	narrowKeys
 )
 
-// args returns the arrays an upsert statement of buildUpsertSQL takes: keys in the layout's
+// args returns the arrays a pending insert of buildPendingSQL takes: keys in the layout's
 // order, sums, histograms. Buckets go as UTC times, which PostgreSQL reads as the hour
 // (timestamptz) or the date.
 func (g *groups) args(layout keyLayout, hist bool) []any {
@@ -239,7 +241,7 @@ func (g *groups) args(layout keyLayout, hist bool) []any {
 		}
 		args = append(args, fallback, status, class)
 	}
-	for c := range g.funcs {
+	for c := range g.width {
 		col := make([]int64, n)
 		for i := range g.vals {
 			col[i] = g.vals[i].sums[c]
@@ -256,50 +258,60 @@ func (g *groups) args(layout keyLayout, hist bool) []any {
 	return args
 }
 
-// rollupBatch sums a batch (all rows new) into the rollups and queues their upserts. Daily buckets
+// rollupBatch sums a batch (all rows new) into rollup rows and queues their inserts into the
+// pending tables, in rollupTables order. Daily buckets
 // are local dates in tz: Go's t.In(tz) date equals PostgreSQL's (t AT TIME ZONE tz)::date for the
 // same zone rules.
 func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
-	hourly, daily, cache := newGroups(rollupFuncs), newGroups(rollupFuncs), newGroups(cacheFuncs)
+	hourly, daily, cache := newGroups(len(rollupFuncs)), newGroups(len(rollupFuncs)), newGroups(len(cacheFuncs))
 	narrow := make([]*groups, len(DailyBy))
 	for n := range narrow {
-		narrow[n] = newGroups(rollupFuncs)
+		narrow[n] = newGroups(len(rollupFuncs))
 		narrow[n].kept = len(DailyBy[n].Keep)
 	}
+	// A row's contributions and latency bucket are worked out once, then added to each rollup.
+	rc, cc := make([]int64, len(rollupFuncs)), make([]int64, len(cacheFuncs))
 	for i := range b.n {
+		for c, f := range rollupFuncs {
+			rc[c] = f(b, i)
+		}
+		bucket := latencyBucket(b.latency[i])
 		t := b.started[i]
 		hour := t.Truncate(time.Hour).Unix()
 		y, m, d := t.In(tz).Date()
 		day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
 		k := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i],
 			status: b.status[i], class: b.class[i]}
-		hourly.add(k, b, i, true)
+		hourly.add(k, rc, bucket)
 		k.bucket = day
-		daily.add(k, b, i, true)
+		daily.add(k, rc, bucket)
 		k.series = 0
 		for n, keep := range narrowKeep {
 			k.keep = [maxKeep]string{}
 			for c, f := range keep {
 				k.keep[c] = f(b.seriesKey[i])
 			}
-			narrow[n].add(k, b, i, true)
+			narrow[n].add(k, rc, bucket)
 		}
 		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {
+			for c, f := range cacheFuncs {
+				cc[c] = f(b, i)
+			}
 			ck := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i]}
 			if p := b.promptHash[i]; p != nil {
 				ck.hash = *p
 			}
-			cache.add(ck, b, i, false)
+			cache.add(ck, cc, -1)
 		}
 	}
 	q := &pgx.Batch{}
-	q.Queue(hourlyUpsertSQL, hourly.args(seriesKeys, true)...)
-	q.Queue(dailyUpsertSQL, daily.args(seriesKeys, true)...)
+	q.Queue(pendingSQL[0], hourly.args(seriesKeys, true)...)
+	q.Queue(pendingSQL[1], daily.args(seriesKeys, true)...)
 	for n, g := range narrow {
-		q.Queue(narrowUpsertSQL[n], g.args(narrowKeys, true)...)
+		q.Queue(pendingSQL[2+n], g.args(narrowKeys, true)...)
 	}
 	if len(cache.keys) > 0 {
-		q.Queue(cacheUpsertSQL, cache.args(cacheKeys, false)...)
+		q.Queue(pendingCacheSQL, cache.args(cacheKeys, false)...)
 	}
 	return q
 }

@@ -1,14 +1,16 @@
 // Package ingest turns validated attempt records into committed ledger rows. Its Writer coalesces
 // concurrent submissions into large multi-row commits (group commit), skips records already stored,
-// and keeps the rollups exact in the same transaction.
+// and keeps the rollups exact: each commit adds its rollup deltas to pending tables, and the
+// writer folds them into the rollups a few times a second (fold.go) and whenever a read asks
+// (Sync).
 //
 // A commit takes one of two paths. The fast path COPYs the batch straight into attempts and, in the
-// same transaction, adds the batch's rollups, summed in Go (sums.go, a twin of RollupSums and
-// CacheSums), with one upsert per rollup table sent in one round trip. It succeeds whenever every
-// record is new, which is nearly always: duplicates within the batch are removed beforehand. When a
-// record was already stored (a redelivery), the COPY fails on the identity index, the transaction
-// is rolled back, and the batch takes the exact path: insertSQL, one statement that inserts from
-// arrays skipping stored records and folds exactly the inserted rows into the rollups in SQL.
+// same transaction, inserts the batch's rollup deltas, summed in Go (sums.go, a twin of RollupSums
+// and CacheSums), with one insert per pending table sent in one round trip. It succeeds whenever
+// every record is new, which is nearly always: duplicates within the batch are removed beforehand.
+// When a record was already stored (a redelivery), the COPY fails on the identity index, the
+// transaction is rolled back, and the batch takes the exact path: insertSQL, one statement that
+// inserts from arrays skipping stored records and adds exactly the inserted rows' deltas in SQL.
 package ingest
 
 import (
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +65,7 @@ type Options struct {
 	Flushers     int            // commits running at once (2: one COPYs while the other commits)
 	FlushTimeout time.Duration  // bound on one commit (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
+	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
 	Logger       *slog.Logger
 	Registerer   prometheus.Registerer
 	// OnCommit, when set, is called after each successful commit with the records it newly
@@ -91,6 +95,18 @@ type Writer struct {
 	opt   Options
 	log   *slog.Logger
 	m     metrics
+
+	// committed counts the commits that left rollup deltas pending; folded is its value when the
+	// last successful fold began. foldMu makes folds of this writer take turns; lastFold is when
+	// the last one ended, busySince when one last gave up on the fold lock.
+	committed  atomic.Uint64
+	foldMu     sync.Mutex
+	folded     uint64
+	lastFold   time.Time
+	busySince  time.Time
+	foldCtx    context.Context
+	stopFolds  context.CancelFunc
+	folderDone chan struct{}
 
 	mu        sync.Mutex
 	queue     []*job
@@ -131,6 +147,8 @@ type metrics struct {
 	failures     prometheus.Counter
 	exactFlushes prometheus.Counter
 	queueDepth   prometheus.GaugeFunc
+	foldTime     prometheus.Histogram
+	foldFailures prometheus.Counter
 }
 
 // NewWriter starts a writer with its flushers running.
@@ -150,11 +168,15 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 	if opt.Timezone == nil {
 		opt.Timezone = time.UTC
 	}
+	if opt.FoldEvery <= 0 {
+		opt.FoldEvery = 250 * time.Millisecond
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{})}
+	w.foldCtx, w.stopFolds = context.WithCancel(context.Background())
 	f := promauto.With(opt.Registerer)
 	w.m = metrics{
 		accepted:   f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_ingest_records_accepted_total", Help: "Records newly committed to the ledger."}),
@@ -167,12 +189,17 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 		exactFlushes: f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_writer_exact_flushes_total",
 			Help: "Group commits that held a record already stored, so took the exact (slower) insert instead of COPY."}),
 	}
+	w.m.foldTime = f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_rollup_fold_seconds",
+		Help: "Time to fold the pending rollup deltas into the rollups.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
+	w.m.foldFailures = f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_rollup_fold_failures_total",
+		Help: "Folds of pending rollup deltas that failed or found another fold running too long; the deltas stay pending for the next."})
 	w.m.queueDepth = f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_writer_queue_records", Help: "Records waiting to be committed."},
 		func() float64 { w.mu.Lock(); defer w.mu.Unlock(); return float64(w.queued) })
 	for range opt.Flushers {
 		w.wg.Add(1)
 		go w.loop()
 	}
+	go w.folder()
 	return w
 }
 
@@ -216,8 +243,9 @@ func (w *Writer) Submit(ctx context.Context, projectID int64, recs []schema.Atte
 	}
 }
 
-// Close stops taking records, commits everything already queued, and stops the flushers. It
-// returns early with ctx's error if that takes too long.
+// Close stops taking records, commits everything already queued, stops the flushers, and folds
+// what they committed into the rollups (deltas it cannot fold stay pending, for the next writer to
+// fold). It returns early with ctx's error if that takes too long.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.closed {
@@ -229,10 +257,84 @@ func (w *Writer) Close(ctx context.Context) error {
 	go func() { w.wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-		return nil
 	case <-ctx.Done():
+		w.stopFolds()
 		return fmt.Errorf("flush on close: %w", ctx.Err())
 	}
+	w.stopFolds()
+	<-w.folderDone
+	if err := w.Sync(ctx); err != nil {
+		return fmt.Errorf("fold on close: %w", err)
+	}
+	return nil
+}
+
+// Sync folds the pending rollup deltas, so that a read after it sees every record this writer
+// committed before the call. It returns at once when there is nothing new to fold, and without
+// folding when another fold holds the lock for over a second (a rollup rebuild, say): reads then
+// answer from the rollups as they are.
+func (w *Writer) Sync(ctx context.Context) error {
+	asked, target := time.Now(), w.committed.Load()
+	w.foldMu.Lock()
+	defer w.foldMu.Unlock()
+	// A fold that gave up on the lock while this call waited answers it too: reads queued behind
+	// a rebuild wait one second between them, not one each.
+	if w.folded >= target || w.busySince.After(asked) {
+		return nil
+	}
+	return w.fold(ctx)
+}
+
+// folder folds every FoldEvery while there are new commits, and every 30 seconds regardless, for
+// deltas a stopped replica left pending; for 5 seconds after a fold gave up on the lock, it waits.
+func (w *Writer) folder() {
+	defer close(w.folderDone)
+	tick := time.NewTicker(w.opt.FoldEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.foldCtx.Done():
+			return
+		case <-tick.C:
+		}
+		w.foldMu.Lock()
+		due := w.committed.Load() > w.folded || time.Since(w.lastFold) >= 30*time.Second
+		if due && time.Since(w.busySince) >= 5*time.Second {
+			ctx, cancel := context.WithTimeout(w.foldCtx, w.opt.FlushTimeout)
+			if err := w.fold(ctx); err != nil && w.foldCtx.Err() == nil {
+				w.log.Error("fold rollups", "err", err)
+			}
+			cancel()
+		}
+		w.foldMu.Unlock()
+	}
+}
+
+// fold runs one fold; foldMu must be held.
+func (w *Writer) fold(ctx context.Context) error {
+	upTo := w.committed.Load()
+	start := time.Now()
+	err := pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+			return err
+		}
+		return Fold(ctx, tx)
+	})
+	w.m.foldTime.Observe(time.Since(start).Seconds())
+	w.lastFold = time.Now()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
+		w.m.foldFailures.Inc()
+		w.busySince = time.Now()
+		w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
+		return nil
+	}
+	if err != nil {
+		w.m.foldFailures.Inc()
+		return fmt.Errorf("fold rollups: %w", err)
+	}
+	w.folded = upTo
+	return nil
 }
 
 // take removes up to MaxBatch records' worth of whole jobs from the queue.
@@ -288,6 +390,9 @@ func (w *Writer) commit(jobs []*job) {
 		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
 	}
 	w.m.flushTime.Observe(time.Since(start).Seconds())
+	if err == nil {
+		w.committed.Add(1)
+	}
 	if err != nil {
 		w.m.failures.Inc()
 		n := 0
@@ -412,7 +517,7 @@ func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err err
 		return false, fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }() // a no-op once committed
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"attempts"}, copyCols, pgx.CopyFromSlice(b.n, b.row)); err != nil {
+	if err := copyAttempts(ctx, tx, b); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
 			return false, nil
@@ -420,7 +525,7 @@ func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err err
 		return false, fmt.Errorf("copy attempts: %w", err)
 	}
 	if err := tx.SendBatch(ctx, rollupBatch(b, w.opt.Timezone)).Close(); err != nil {
-		return false, fmt.Errorf("upsert rollups: %w", err)
+		return false, fmt.Errorf("insert pending rollups: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("commit attempts: %w", err)
@@ -451,7 +556,7 @@ func (w *Writer) insertExact(ctx context.Context, b *batch, first map[identity]*
 }
 
 // batch holds the rows of one flush as typed columns, in attemptCols order: the slow path sends
-// them as unnest arrays, the fast path COPYs them row by row, and the Go rollups sum them, so all
+// them as unnest arrays, the fast path COPYs them (copy.go), and the Go rollups sum them, so all
 // three read the very values stored.
 type batch struct {
 	n                                      int
@@ -539,14 +644,6 @@ func (b *batch) arrays() []any {
 	return []any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
 		b.batch, b.httpStatus, b.retryAfter, b.priceID, b.input, b.output, b.cw, b.cw1h, b.cr, b.reasoning,
 		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata}
-}
-
-// row returns row i of the batch in attemptCols order, as CopyFrom takes it.
-func (b *batch) row(i int) ([]any, error) {
-	return []any{b.project[i], b.started[i], b.series[i], b.attemptNo[i], b.latency[i], b.status[i],
-		b.class[i], b.fallback[i], b.batch[i], b.httpStatus[i], b.retryAfter[i], b.priceID[i], b.input[i],
-		b.output[i], b.cw[i], b.cw1h[i], b.cr[i], b.reasoning[i], b.cost[i], b.nocache[i], b.clientCost[i],
-		b.attemptID[i], b.requestID[i], b.promptHash[i], b.providerReq[i], b.metadata[i]}, nil
 }
 
 func optional(s string) *string {

@@ -80,6 +80,9 @@ func TestSubmitDuplicates(t *testing.T) {
 			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 		}
 	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var rows, attempts, requests, cost int64
 	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&rows); err != nil {
 		t.Fatal(err)
@@ -137,6 +140,9 @@ func TestConcurrentSubmitters(t *testing.T) {
 	if total.Accepted != 600 || total.Duplicates != 200 {
 		t.Fatalf("accepted %d duplicates %d, want 600 and 200", total.Accepted, total.Duplicates)
 	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var rawN, rawReq, rawCost, rollN, rollReq, rollCost, unpriced int64
 	if err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE attempt_no = 1), coalesce(sum(cost_nanos), 0) FROM attempts`).Scan(&rawN, &rawReq, &rawCost); err != nil {
 		t.Fatal(err)
@@ -168,6 +174,9 @@ func TestHourBucketsAreUTC(t *testing.T) {
 	}
 	at := time.Date(2026, 10, 3, 10, 45, 0, 0, time.UTC)
 	if _, err := w.Submit(ctx, p.ID, []schema.Attempt{attempt("k1", at, 1, schema.StatusOK)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var bucket time.Time

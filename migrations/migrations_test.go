@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/internal/dbtest"
@@ -173,5 +174,40 @@ func TestNarrowBackfill(t *testing.T) {
 	want = []string{"2026-11-02 chat default 10 100 1000 5000 {5,0,1,2,1,1}"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rollup_daily_service:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestPendingTablesMatchRollups checks that every pending table has the columns, in order and
+// type, of the rollup it feeds (pending_cache: rollup_cache_hourly's but single_use), so a
+// migration that changes a rollup cannot forget its pending table.
+func TestPendingTablesMatchRollups(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	columns := func(table string) []string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute
+			WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cols
+	}
+	for _, c := range []struct{ pending, rollup, without string }{
+		{"pending_rollup_hourly", "rollup_hourly", ""},
+		{"pending_rollup_daily", "rollup_daily", ""},
+		{"pending_rollup_daily_model", "rollup_daily_model", ""},
+		{"pending_rollup_daily_service", "rollup_daily_service", ""},
+		{"pending_rollup_daily_tenant", "rollup_daily_tenant", ""},
+		{"pending_cache", "rollup_cache_hourly", "single_use bigint"},
+	} {
+		want := slices.DeleteFunc(columns(c.rollup), func(col string) bool { return col == c.without })
+		if got := columns(c.pending); !slices.Equal(got, want) {
+			t.Errorf("%s has columns %v, want %v (those of %s)", c.pending, got, want, c.rollup)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package otlp_test
 
 import (
 	"context"
+	"net/http"
 	"reflect"
 	"testing"
 	"time"
@@ -225,6 +226,12 @@ func TestExporterEndToEnd(t *testing.T) {
 			if got := readStored(t, pool, project.ID); !reflect.DeepEqual(got, want) {
 				t.Fatalf("stored attempts:\n got %+v\nwant %+v", got, want)
 			}
+			// Any read from ledgerd first folds the rollup deltas it committed.
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
 			var attempts, requests, cost int64
 			if err := pool.QueryRow(ctx, `SELECT sum(attempts), sum(requests), sum(cost_nanos) FROM rollup_hourly WHERE project_id = $1`,
 				project.ID).Scan(&attempts, &requests, &cost); err != nil {

@@ -30,9 +30,10 @@
 // redelivery of an attempt being repriced waits for the reprice to commit before it is skipped as
 // a duplicate; it never changes a rollup.
 //
-// A rollup rebuild (analytics.Rebuild) may run meanwhile: it locks the rollup tables whole, so it
-// recounts either before the reprice's deltas land (from the old costs, which the deltas then
-// correct) or after the reprice committed. A reprice fails, and writes nothing, if a rebuild
+// A rollup rebuild (analytics.Rebuild) may run meanwhile: it holds the rollup fold lock
+// (ingest.Fold) for its whole transaction, as the reprice does from applying its deltas to
+// committing, so it recounts either before the reprice's deltas land (from the old costs, which
+// the deltas then correct) or after the reprice committed. A reprice fails, and writes nothing, if a rebuild
 // changed the timezone its daily deltas were bucketed in.
 package reprice
 
@@ -48,8 +49,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
 	"github.com/ledgerd/ledgerd/store"
@@ -400,34 +401,14 @@ func (r *run) write(ctx context.Context, changed []*raw, ids map[string]int32) e
 	return nil
 }
 
-// applyDeltas adds the accumulated deltas to the rollups. The rows are locked in key order first;
-// should that deadlock with a concurrent ingest commit anyway (the two lock the tables in
-// different orders), only this step is rolled back and tried again.
+// applyDeltas adds the accumulated deltas to the rollups. It first folds the rollup deltas ingest
+// commits left pending (ingest.Fold), so every attempt the reprice read is counted in the rollups
+// and cache_prefixes it adjusts; the fold lock it then holds until commit keeps the writers' folds
+// and rebuilds off those rows meanwhile.
 func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
-	var err error
-	for try := 0; try < 5; try++ {
-		if try > 0 {
-			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
-		}
-		var sp pgx.Tx
-		if sp, err = tx.Begin(ctx); err != nil {
-			return fmt.Errorf("reprice: savepoint: %w", err)
-		}
-		if err = applyOnce(ctx, sp, tz); err == nil {
-			return sp.Commit(ctx)
-		}
-		if rbErr := sp.Rollback(ctx); rbErr != nil {
-			return fmt.Errorf("reprice: %w (and rolling back: %v)", err, rbErr)
-		}
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
-			return err
-		}
+	if err := ingest.Fold(ctx, tx); err != nil {
+		return fmt.Errorf("reprice: %w", err)
 	}
-	return err
-}
-
-func applyOnce(ctx context.Context, tx pgx.Tx, tz string) error {
 	for _, s := range applySQL {
 		var keys, locked int64
 		if err := tx.QueryRow(ctx, s.lock).Scan(&keys, &locked); err != nil {
@@ -437,9 +418,9 @@ func applyOnce(ctx context.Context, tx pgx.Tx, tz string) error {
 			return fmt.Errorf("reprice: %d of the %d %s rows to adjust do not exist: the rollups disagree with the raw attempts", keys-locked, keys, s.table)
 		}
 	}
-	// A rollup rebuild locks the rollup tables whole, so none can commit from here on; one that
-	// committed during the reprice recounted from the old costs, which the deltas correct, unless
-	// it changed the timezone the daily deltas were bucketed in.
+	// A rollup rebuild holds the fold lock, so none can commit from here on; one that committed
+	// during the reprice recounted from the old costs, which the deltas correct, unless it changed
+	// the timezone the daily deltas were bucketed in.
 	var now string
 	if err := tx.QueryRow(ctx, timezoneSQL).Scan(&now); err != nil {
 		return fmt.Errorf("reprice: read timezone: %w", err)

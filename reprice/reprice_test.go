@@ -544,6 +544,9 @@ func TestConcurrentIngest(t *testing.T) {
 	if err != nil || n != len(first) {
 		t.Fatalf("%d of %d first attempts: %v", n, len(first), err)
 	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	l.checkRollups(t)
 }
 

@@ -103,7 +103,7 @@ func New(opt Options) *Server {
 	e := s.Echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.observe)
+	e.Use(s.observe, s.fresh)
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.ready)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(opt.Registry, promhttp.HandlerOpts{Registry: opt.Registry})))
@@ -144,6 +144,23 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			s.opt.Logger.Warn("request failed", "method", c.Request().Method, "route", route, "status", code, "err", err)
 		}
 		return nil
+	}
+}
+
+// fresh folds the rollup deltas this replica committed before a read (a GET other than the
+// health checks), so an answer counts every record ledgerd acknowledged before it was asked.
+// Nothing is folded when nothing was committed since the last fold; should the fold fail, the read
+// goes on and answers from the rollups as they are.
+func (s *Server) fresh(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if s.opt.Writer != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+			r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			if err := s.opt.Writer.Sync(r.Context()); err != nil {
+				s.opt.Logger.Warn("fold rollups before a read", "path", r.URL.Path, "err", err)
+			}
+		}
+		return next(c)
 	}
 }
 

@@ -199,7 +199,7 @@ func serve(t testing.TB, st *store.Store, clk *clock, viewer string) (string, *i
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := alerts.New(cfg, alerts.Options{Pool: st.Pool, Now: clk.Now})
+	ev := alerts.New(cfg, alerts.Options{Pool: st.Pool, Now: clk.Now, Sync: w.Sync})
 	err = web.Mount(context.Background(), web.Options{Server: srv, Store: st,
 		Analytics: analytics.New(st.Pool, time.UTC, clk.Now), Catalog: catalog, Alerts: ev, AlertRules: cfg.Rules,
 		Timezone: time.UTC, Now: clk.Now, ViewerToken: viewer, ViewerProject: "acme"})

@@ -1,0 +1,238 @@
+package ingest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/schema"
+	"github.com/ledgerd/ledgerd/store"
+)
+
+// ledgerCounts are the attempts the raw table holds and each rollup counts, and the rows still
+// pending.
+type ledgerCounts struct{ raw, hourly, daily, model, service, tenant, cache, pending int64 }
+
+func countLedger(t *testing.T, pool *pgxpool.Pool) ledgerCounts {
+	t.Helper()
+	var c ledgerCounts
+	err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM attempts),
+		(SELECT coalesce(sum(attempts), 0) FROM rollup_hourly), (SELECT coalesce(sum(attempts), 0) FROM rollup_daily),
+		(SELECT coalesce(sum(attempts), 0) FROM rollup_daily_model), (SELECT coalesce(sum(attempts), 0) FROM rollup_daily_service),
+		(SELECT coalesce(sum(attempts), 0) FROM rollup_daily_tenant), (SELECT coalesce(sum(calls), 0) FROM rollup_cache_hourly),
+		(SELECT (SELECT count(*) FROM pending_rollup_hourly) + (SELECT count(*) FROM pending_rollup_daily)
+			+ (SELECT count(*) FROM pending_rollup_daily_model) + (SELECT count(*) FROM pending_rollup_daily_service)
+			+ (SELECT count(*) FROM pending_rollup_daily_tenant) + (SELECT count(*) FROM pending_cache))`).
+		Scan(&c.raw, &c.hourly, &c.daily, &c.model, &c.service, &c.tenant, &c.cache, &c.pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// folded is what countLedger returns once all n stored attempts, cache of them with a prompt hash
+// or cache use, are folded.
+func folded(n, cache int64) ledgerCounts {
+	return ledgerCounts{raw: n, hourly: n, daily: n, model: n, service: n, tenant: n, cache: cache}
+}
+
+func cacheCalls(recs []schema.Attempt) int64 {
+	var n int64
+	for _, a := range recs {
+		if a.CacheWriteTokens > 0 || a.CacheReadTokens > 0 || a.PromptHash != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFold checks when the writer folds committed rollup deltas: not in the commit, on Sync, by
+// itself every FoldEvery, on Close, and not while another fold holds the lock too long.
+func TestFold(t *testing.T) {
+	t.Parallel()
+	recs := variedBatch(300)
+	n, cache := int64(len(recs)), cacheCalls(recs)
+	never := time.Hour // FoldEvery that leaves folding to Sync and Close within a test
+	cases := []struct {
+		name string
+		// fold gets the committed deltas folded, through the writer or around it.
+		fold      func(t *testing.T, w *ingest.Writer, pool *pgxpool.Pool)
+		foldEvery time.Duration
+	}{
+		{"sync", func(t *testing.T, w *ingest.Writer, _ *pgxpool.Pool) {
+			if err := w.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, never},
+		{"close", func(t *testing.T, w *ingest.Writer, _ *pgxpool.Pool) {
+			if err := w.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, never},
+		{"by itself", func(t *testing.T, _ *ingest.Writer, pool *pgxpool.Pool) {
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				var left int64
+				if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pending_rollup_hourly`).Scan(&left); err != nil {
+					t.Fatal(err)
+				}
+				if left == 0 {
+					return
+				}
+			}
+			t.Fatal("the writer left deltas pending for 10 s")
+		}, 20 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := dbtest.New(t)
+			st := store.New(pool)
+			w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: prometheus.NewRegistry(), FoldEvery: c.foldEvery})
+			t.Cleanup(func() { _ = w.Close(ctx) })
+			p, err := st.EnsureProject(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Submit(ctx, p.ID, recs); err != nil {
+				t.Fatal(err)
+			}
+			if c.foldEvery == never {
+				if got := countLedger(t, pool); got.raw != n || got.hourly != 0 || got.pending == 0 {
+					t.Errorf("after the commit: %+v, want %d raw attempts, none in the rollups, deltas pending", got, n)
+				}
+			}
+			c.fold(t, w, pool)
+			if got, want := countLedger(t, pool), folded(n, cache); got != want {
+				t.Errorf("after folding: %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestSyncSkipsAndYields checks that Sync folds nothing when nothing was committed since the last
+// fold, and that it gives up, leaving the deltas pending, when another fold (a rollup rebuild, say)
+// holds the lock for over a second, once for all the Syncs waiting meanwhile; the next Sync after
+// the lock is released folds them.
+func TestSyncSkipsAndYields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	st := store.New(pool)
+	reg := prometheus.NewRegistry()
+	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: reg, FoldEvery: time.Hour})
+	t.Cleanup(func() { _ = w.Close(ctx) })
+	p, err := st.EnsureProject(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := variedBatch(50)
+	if _, err := w.Submit(ctx, p.ID, recs); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := w.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, folds := gathered(t, reg, "ledgerd_rollup_fold_seconds"); folds != 1 {
+		t.Errorf("two Syncs after one commit folded %d times, want 1", folds)
+	}
+
+	more := variedBatch(80)[50:]
+	for i := range more {
+		more[i].AttemptID += "-more"
+	}
+	if _, err := w.Submit(ctx, p.ID, more); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	// Eight reads at once: they wait for one fold to give up, not for one each.
+	start := time.Now()
+	var syncs sync.WaitGroup
+	for range 8 {
+		syncs.Go(func() {
+			if err := w.Sync(ctx); err != nil {
+				t.Errorf("Sync under a held fold lock: %v, want nil", err)
+			}
+		})
+	}
+	syncs.Wait()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("8 Syncs under a held fold lock took %v, want about a second", took)
+	}
+	if f := counter(t, reg, "ledgerd_rollup_fold_failures_total"); f != 1 {
+		t.Errorf("%v fold failures, want 1", f)
+	}
+	if got := countLedger(t, pool); got.hourly != int64(len(recs)) || got.pending == 0 {
+		t.Errorf("under the lock: %+v, want the first %d attempts folded and the rest pending", got, len(recs))
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := append(recs, more...)
+	if got, want := countLedger(t, pool), folded(int64(len(all)), cacheCalls(all)); got != want {
+		t.Errorf("after the lock: %+v, want %+v", got, want)
+	}
+}
+
+// TestReplicasFold runs two writers, as two ledgerd replicas, on one database, committing and
+// folding at once (each every few milliseconds and on Sync): every delta is folded exactly once.
+func TestReplicasFold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	st := store.New(pool)
+	p, err := st.EnsureProject(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := variedBatch(1200)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		// Each replica has its own store, as its own process would.
+		w := ingest.NewWriter(store.New(pool), flatPrice, ingest.Options{Registerer: prometheus.NewRegistry(), FoldEvery: 5 * time.Millisecond})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if err := w.Close(ctx); err != nil {
+					t.Errorf("replica %d: %v", r, err)
+				}
+			}()
+			for i := r * 20; i < len(recs); i += 40 {
+				if _, err := w.Submit(ctx, p.ID, recs[i:i+20]); err != nil {
+					t.Errorf("replica %d: %v", r, err)
+					return
+				}
+				if i%120 == 0 {
+					if err := w.Sync(ctx); err != nil {
+						t.Errorf("replica %d: %v", r, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := countLedger(t, pool), folded(int64(len(recs)), cacheCalls(recs)); got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+}
