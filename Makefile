@@ -37,11 +37,14 @@ FUZZTIME ?= 30s
 fuzz:
 	bash scripts/fuzz.sh $(FUZZTIME)
 
-# bench: ingest against raw COPY in one run, 64 one-record clients against the binary, and the
-# analytics endpoints against GROUP BY over raw rows.
+# bench: ingest against raw COPY in one run, 64 one-record clients against the binary, sustained
+# batched ingest against the binary (live, then a week's backfill), and the analytics endpoints
+# against GROUP BY over raw rows.
 bench:
 	$(GO) test -run '^$$' -bench 'IngestVsCopy|IngestSingle' -benchtime 1x ./drills/
 	bash scripts/ingest-load.sh 30s 64 1
+	bash scripts/ingest-load.sh 60s 4 1000
+	DAYS=7 bash scripts/ingest-load.sh 90s 4 1000
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./analytics/
 
 # demo: ledgerd on its own embedded database (.ledgerd-demo) with 30 days of synthetic history,

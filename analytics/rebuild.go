@@ -174,7 +174,7 @@ func rollupInsert(table, bucket, where string) string {
 func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (RebuildResult, error) {
 	res := RebuildResult{Timezone: tz.String()}
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		if err := ingest.Fold(ctx, tx); err != nil {
+		if _, err := ingest.Fold(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, lockRollupsSQL); err != nil {

@@ -56,20 +56,43 @@ func colNames(sums []Sum) string {
 	return strings.Join(out, ", ")
 }
 
+// vacuumPendingSQL clears the pending tables of the rows folds deleted. Autovacuum looks at a
+// database about once a minute, and a minute of backfill leaves hundreds of megabytes of dead rows
+// that every fold's scan then reads (measured: 400 MB and folds of 1.5 s after 90 s at 23,000
+// records/s over a week of history), so the writer vacuums them itself, about once a second while
+// it folds.
+var vacuumPendingSQL = func() string {
+	tables := []string{"pending_cache"}
+	for _, t := range rollupTables {
+		tables = append(tables, t.pending())
+	}
+	return "VACUUM (SKIP_LOCKED) " + strings.Join(tables, ", ")
+}()
+
 // Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
-// tables, after waiting for any other fold to finish. Reprice and rebuild call it first in a
-// REPEATABLE READ transaction, so the deltas they fold are exactly those of the attempts they
-// read; deltas committed later stay pending for the next fold.
-func Fold(ctx context.Context, tx pgx.Tx) error {
+// tables, after waiting for any other fold to finish, and returns how many rollup rows it wrote.
+// Reprice and rebuild call it first in a REPEATABLE READ transaction, so the deltas they fold are
+// exactly those of the attempts they read; deltas committed later stay pending for the next fold.
+func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-		return fmt.Errorf("lock rollup fold: %w", err)
+		return 0, fmt.Errorf("lock rollup fold: %w", err)
 	}
 	b := &pgx.Batch{}
 	for _, s := range foldSQL {
 		b.Queue(s)
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("fold pending rollups: %w", err)
+	res := tx.SendBatch(ctx, b)
+	var n int64
+	for range foldSQL {
+		tag, err := res.Exec()
+		if err != nil {
+			_ = res.Close()
+			return 0, fmt.Errorf("fold pending rollups: %w", err)
+		}
+		n += tag.RowsAffected()
 	}
-	return nil
+	if err := res.Close(); err != nil {
+		return 0, fmt.Errorf("fold pending rollups: %w", err)
+	}
+	return n, nil
 }

@@ -236,3 +236,39 @@ func TestReplicasFold(t *testing.T) {
 		t.Errorf("%+v, want %+v", got, want)
 	}
 }
+
+// TestFoldVacuums checks that a fold which moved rows is followed by a vacuum of the pending
+// tables, which autovacuum would leave to bloat for up to a minute under load.
+func TestFoldVacuums(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	st := store.New(pool)
+	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: prometheus.NewRegistry(), FoldEvery: time.Hour})
+	t.Cleanup(func() { _ = w.Close(ctx) })
+	p, err := st.EnsureProject(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Submit(ctx, p.ID, variedBatch(20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Statistics reach pg_stat_user_tables once the vacuuming connection reports them, within a
+	// second or so of going idle.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var vacuums int64
+		if err := pool.QueryRow(ctx, `SELECT min(vacuum_count) FROM pg_stat_user_tables
+			WHERE relname LIKE 'pending\_%'`).Scan(&vacuums); err != nil {
+			t.Fatal(err)
+		}
+		if vacuums > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no vacuum of every pending table within 10 s of a fold")
+		}
+	}
+}

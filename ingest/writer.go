@@ -104,6 +104,7 @@ type Writer struct {
 	folded     uint64
 	lastFold   time.Time
 	busySince  time.Time
+	lastVacuum time.Time
 	foldCtx    context.Context
 	stopFolds  context.CancelFunc
 	folderDone chan struct{}
@@ -314,11 +315,14 @@ func (w *Writer) folder() {
 func (w *Writer) fold(ctx context.Context) error {
 	upTo := w.committed.Load()
 	start := time.Now()
+	var moved int64
 	err := pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
 			return err
 		}
-		return Fold(ctx, tx)
+		var err error
+		moved, err = Fold(ctx, tx)
+		return err
 	})
 	w.m.foldTime.Observe(time.Since(start).Seconds())
 	w.lastFold = time.Now()
@@ -334,6 +338,12 @@ func (w *Writer) fold(ctx context.Context) error {
 		return fmt.Errorf("fold rollups: %w", err)
 	}
 	w.folded = upTo
+	if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
+		w.lastVacuum = time.Now()
+		if _, err := w.st.Pool.Exec(ctx, vacuumPendingSQL); err != nil {
+			w.log.Warn("vacuum pending rollups", "err", err)
+		}
+	}
 	return nil
 }
 

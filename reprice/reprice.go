@@ -406,7 +406,7 @@ func (r *run) write(ctx context.Context, changed []*raw, ids map[string]int32) e
 // and cache_prefixes it adjusts; the fold lock it then holds until commit keeps the writers' folds
 // and rebuilds off those rows meanwhile.
 func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
-	if err := ingest.Fold(ctx, tx); err != nil {
+	if _, err := ingest.Fold(ctx, tx); err != nil {
 		return fmt.Errorf("reprice: %w", err)
 	}
 	for _, s := range applySQL {

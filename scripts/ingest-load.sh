@@ -6,7 +6,9 @@
 # Usage: scripts/ingest-load.sh [DURATION] [CLIENTS] [BATCH]   (defaults: 30s 64 1)
 # Issue 2's target: with 64 clients and 1 record a request, at least 10,000 committed records/s with
 # p99 under 50 ms on 2 cores. ledgerd, PostgreSQL (DATABASE_URL, default the local server) and the
-# load generator share the machine; CPUS (e.g. "0,1") pins ledgerd with taskset.
+# load generator share the machine; CPUS (e.g. "0,1") pins ledgerd with taskset. DAYS=7 sends a
+# backfill spread over the last 7 days instead of live records. Afterwards it prints ledgerd's
+# rollup folds (count and total seconds) and the size of the pending rollup tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-30s}"
@@ -51,6 +53,12 @@ if [[ -z "$addr" ]]; then
 	exit 1
 fi
 echo "ledgerd at $addr; $clients clients, $batch record(s) a request, $duration; $(nproc) CPUs" >&2
+history=()
+if [[ -n "${DAYS:-}" ]]; then
+	history=(--days "$DAYS")
+fi
 "$work/ledgerload" --url "http://$addr" --key "$key" --rate 0 --batch "$batch" --concurrency "$clients" \
-	--duration "$duration" --quiet
+	--duration "$duration" --quiet "${history[@]}"
+curl -s "http://$addr/metrics" | grep -E '^ledgerd_rollup_fold_(seconds_sum|seconds_count|failures_total)' || true
+psql "$url" -qAtc "SELECT 'pending rollup tables: ' || pg_size_pretty(sum(pg_total_relation_size(relid))) FROM pg_stat_user_tables WHERE relname LIKE 'pending\_%'"
 psql "$url" -qAtc "SELECT 'committed rows in attempts: ' || count(*) FROM attempts"
