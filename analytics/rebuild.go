@@ -28,8 +28,6 @@ type RebuildResult struct {
 // The rebuild statements. Rollup columns and expressions come from package ingest, so a rebuilt
 // rollup counts exactly what the writer counts.
 var (
-	lockRollupsSQL = `LOCK TABLE rollup_hourly, rollup_daily, ` + narrowTables + `, rollup_cache_hourly, cache_prefixes IN EXCLUSIVE MODE`
-
 	partitionsSQL = `SELECT c.relname FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
 		WHERE p.relname = 'attempts' AND p.relnamespace = current_schema()::regnamespace`
@@ -164,8 +162,9 @@ func rollupInsert(table, bucket, where string) string {
 // database's timezone, all in one transaction: use it to change the timezone, or to repair
 // rollups. It first folds the rollup deltas pending in its snapshot (ingest.Fold), which it then
 // recounts with the raw attempts; deltas committed after stay pending for the writers to fold
-// afterwards, while ingest goes on. The rollups are locked against writes, not reads: dashboards
-// keep answering from the old rollups until it commits. Stop every ledgerd serving the database
+// afterwards, while ingest goes on. The fold lock it holds until it commits keeps every other
+// rollup writer (the writers' folds, a reprice's deltas) waiting, but no reader: dashboards keep
+// answering from the old rollups until it commits. Stop every ledgerd serving the database
 // before changing the timezone, and start them with the new one.
 //
 // Months whose raw partitions were dropped for retention keep their rollups: hourly ones as they
@@ -176,9 +175,6 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (Rebuil
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		if _, err := ingest.Fold(ctx, tx); err != nil {
 			return err
-		}
-		if _, err := tx.Exec(ctx, lockRollupsSQL); err != nil {
-			return fmt.Errorf("lock rollups: %w", err)
 		}
 		err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = 'timezone'`).Scan(&res.Previous)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -52,6 +52,22 @@ func cacheCalls(recs []schema.Attempt) int64 {
 	return n
 }
 
+// foldLedger returns a fresh database, a writer on it folding every foldEvery (time.Hour leaves
+// folding to Sync and Close within a test) with its metrics on reg, closed at the end of the test,
+// and a project's id.
+func foldLedger(t *testing.T, foldEvery time.Duration, reg *prometheus.Registry) (*pgxpool.Pool, *ingest.Writer, int64) {
+	t.Helper()
+	pool := dbtest.New(t)
+	st := store.New(pool)
+	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: reg, FoldEvery: foldEvery})
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	p, err := st.EnsureProject(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, w, p.ID
+}
+
 // TestFold checks when the writer folds committed rollup deltas: not in the commit, on Sync, by
 // itself every FoldEvery, on Close, and not while another fold holds the lock too long.
 func TestFold(t *testing.T) {
@@ -93,16 +109,8 @@ func TestFold(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			pool := dbtest.New(t)
-			st := store.New(pool)
-			w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: prometheus.NewRegistry(), FoldEvery: c.foldEvery})
-			t.Cleanup(func() { _ = w.Close(ctx) })
-			p, err := st.EnsureProject(ctx, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Submit(ctx, p.ID, recs); err != nil {
+			pool, w, project := foldLedger(t, c.foldEvery, prometheus.NewRegistry())
+			if _, err := w.Submit(context.Background(), project, recs); err != nil {
 				t.Fatal(err)
 			}
 			if c.foldEvery == never {
@@ -125,17 +133,10 @@ func TestFold(t *testing.T) {
 func TestSyncSkipsAndYields(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.New(t)
-	st := store.New(pool)
 	reg := prometheus.NewRegistry()
-	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: reg, FoldEvery: time.Hour})
-	t.Cleanup(func() { _ = w.Close(ctx) })
-	p, err := st.EnsureProject(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, w, project := foldLedger(t, time.Hour, reg)
 	recs := variedBatch(50)
-	if _, err := w.Submit(ctx, p.ID, recs); err != nil {
+	if _, err := w.Submit(ctx, project, recs); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -151,7 +152,7 @@ func TestSyncSkipsAndYields(t *testing.T) {
 	for i := range more {
 		more[i].AttemptID += "-more"
 	}
-	if _, err := w.Submit(ctx, p.ID, more); err != nil {
+	if _, err := w.Submit(ctx, project, more); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := pool.Begin(ctx)
@@ -242,15 +243,8 @@ func TestReplicasFold(t *testing.T) {
 func TestFoldVacuums(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.New(t)
-	st := store.New(pool)
-	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: prometheus.NewRegistry(), FoldEvery: time.Hour})
-	t.Cleanup(func() { _ = w.Close(ctx) })
-	p, err := st.EnsureProject(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Submit(ctx, p.ID, variedBatch(20)); err != nil {
+	pool, w, project := foldLedger(t, time.Hour, prometheus.NewRegistry())
+	if _, err := w.Submit(ctx, project, variedBatch(20)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Sync(ctx); err != nil {

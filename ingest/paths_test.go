@@ -174,7 +174,7 @@ func TestFastPathMatchesExact(t *testing.T) {
 				if want := int64(len(recs) + 1); hourly != want || daily != want {
 					t.Errorf("%s: rollups count %d hourly, %d daily attempts; want %d", c.name, hourly, daily, want)
 				}
-				dumps[i] = dumpRollups(t, pool)
+				dumps[i] = dumpLedger(t, pool)
 				if c.name == "fast" {
 					fastPool = pool
 				}
@@ -185,16 +185,16 @@ func TestFastPathMatchesExact(t *testing.T) {
 			if _, err := analytics.Rebuild(ctx, fastPool, tz); err != nil {
 				t.Fatal(err)
 			}
-			if rebuilt := dumpRollups(t, fastPool); rebuilt != dumps[0] {
+			if rebuilt := dumpLedger(t, fastPool); rebuilt != dumps[0] {
 				t.Errorf("rebuild from raw attempts changed the fast path's rollups:\n%s", diffLines(dumps[0], rebuilt))
 			}
 		})
 	}
 }
 
-// dumpRollups renders the stored attempts, the rollup tables and cache_prefixes as sorted text,
+// dumpLedger renders the stored attempts, the rollup tables and cache_prefixes as sorted text,
 // series named rather than numbered.
-func dumpRollups(t *testing.T, pool *pgxpool.Pool) string {
+func dumpLedger(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
 	var out []string
 	// A cache row emptied by moves equals no row; cache_prefixes' sums of a hash's only call mean

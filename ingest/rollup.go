@@ -67,7 +67,7 @@ type Narrow struct {
 }
 
 // DailyBy are the narrow daily rollups, kept in the same transactions as rollup_daily by the
-// writer, reprice and rebuild.
+// fold, reprice and rebuild (ingest commits add their pending rows alongside rollup_daily's).
 var DailyBy = []Narrow{
 	{"rollup_daily_model", []string{"provider", "model", "fallback_from"}},
 	{"rollup_daily_service", []string{"service", "operation"}},

@@ -97,11 +97,12 @@ type Writer struct {
 	m     metrics
 
 	// committed counts the commits that left rollup deltas pending; folded is its value when the
-	// last successful fold began. foldMu makes folds of this writer take turns; lastFold is when
-	// the last one ended, busySince when one last gave up on the fold lock.
+	// last successful fold began (atomic, so a read with nothing new to fold does not queue behind a
+	// fold running). foldMu makes folds of this writer take turns; lastFold is when the last one
+	// ended, busySince when one last gave up on the fold lock.
 	committed  atomic.Uint64
+	folded     atomic.Uint64
 	foldMu     sync.Mutex
-	folded     uint64
 	lastFold   time.Time
 	busySince  time.Time
 	lastVacuum time.Time
@@ -276,11 +277,14 @@ func (w *Writer) Close(ctx context.Context) error {
 // answer from the rollups as they are.
 func (w *Writer) Sync(ctx context.Context) error {
 	asked, target := time.Now(), w.committed.Load()
+	if w.folded.Load() >= target {
+		return nil
+	}
 	w.foldMu.Lock()
 	defer w.foldMu.Unlock()
 	// A fold that gave up on the lock while this call waited answers it too: reads queued behind
 	// a rebuild wait one second between them, not one each.
-	if w.folded >= target || w.busySince.After(asked) {
+	if w.folded.Load() >= target || w.busySince.After(asked) {
 		return nil
 	}
 	return w.fold(ctx)
@@ -299,7 +303,7 @@ func (w *Writer) folder() {
 		case <-tick.C:
 		}
 		w.foldMu.Lock()
-		due := w.committed.Load() > w.folded || time.Since(w.lastFold) >= 30*time.Second
+		due := w.committed.Load() > w.folded.Load() || time.Since(w.lastFold) >= 30*time.Second
 		if due && time.Since(w.busySince) >= 5*time.Second {
 			ctx, cancel := context.WithTimeout(w.foldCtx, w.opt.FlushTimeout)
 			if err := w.fold(ctx); err != nil && w.foldCtx.Err() == nil {
@@ -337,7 +341,7 @@ func (w *Writer) fold(ctx context.Context) error {
 		w.m.foldFailures.Inc()
 		return fmt.Errorf("fold rollups: %w", err)
 	}
-	w.folded = upTo
+	w.folded.Store(upTo)
 	if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
 		w.lastVacuum = time.Now()
 		if _, err := w.st.Pool.Exec(ctx, vacuumPendingSQL); err != nil {

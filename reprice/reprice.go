@@ -16,8 +16,9 @@
 // Rows are streamed through a cursor in chunks (Options.ChunkRows), so memory stays bounded
 // whatever the range: each chunk's changed attempts are copied into a temporary table and updated
 // with one UPDATE ... FROM, and their rollup deltas are accumulated in temporary tables. The deltas
-// are added to the rollups only at the end, after locking the rollup rows they touch in key order,
-// so rollup rows are held locked only for the last moments of the transaction.
+// are added to the rollups only at the end, under the rollup fold lock (ingest.Fold), so the
+// writers' folds wait for the reprice only for the last moments of its transaction; the rows the
+// deltas touch are locked and counted first, and the reprice fails if one is missing.
 //
 // # Concurrency
 //

@@ -89,10 +89,10 @@ var applySQL = append(append([]applyStmt{
 
 // cacheApply are the cache statements of applySQL.
 var cacheApply = []applyStmt{
-	// Every hash the reprice touched is locked, whatever its deltas add up to, so that no commit
-	// moves a single-use call between the empty-hash row and its hash's row while
-	// foldedCacheDeltas decides where each delta goes; the deltas go to the sums cache_prefixes
-	// keeps of a hash's only call.
+	// Every hash the reprice touched is locked and counted, whatever its deltas add up to (no fold
+	// can move a single-use call between the empty-hash row and its hash's row meanwhile: the
+	// reprice holds the fold lock); the deltas go to the sums cache_prefixes keeps of a hash's only
+	// call.
 	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, applyOptions{lockAll: true, where: "r.calls = 1"}),
 	buildApply("rollup_cache_hourly", foldedCacheDeltas, cacheKey, cacheDeltaCols, applyOptions{}),
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,14 +149,15 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // fresh folds the rollup deltas this replica committed before a read (a GET other than the
-// health checks), so an answer counts every record ledgerd acknowledged before it was asked.
+// health checks and static assets, which read no ledger), so an answer counts every record
+// ledgerd acknowledged before it was asked.
 // Nothing is folded when nothing was committed since the last fold; should the fold fail, the read
 // goes on and answers from the rollups as they are.
 func (s *Server) fresh(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if s.opt.Writer != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-			r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !strings.HasPrefix(r.URL.Path, "/static/") {
 			if err := s.opt.Writer.Sync(r.Context()); err != nil {
 				s.opt.Logger.Warn("fold rollups before a read", "path", r.URL.Path, "err", err)
 			}
