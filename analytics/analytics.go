@@ -112,14 +112,14 @@ func badParam(param, format string, args ...any) error {
 // sequential scan at 10M records.
 const readSettingsSQL = `SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)`
 
-// read runs one rollup query in a read-only transaction with the given settings and hands each row,
+// read runs one rollup query in a read-only transaction with readSettingsSQL and hands each row,
 // scanned into dst, to each. The statement is planned for its arguments on every run: the rows it
 // reads depend on them, and a generic plan (which a cached prepared statement switches to after
 // five runs) cannot know how many and may scan whole tables. An unnamed statement with a cached
 // description costs no extra round trip.
-func (s *Service) read(ctx context.Context, settings, sql string, args, dst []any, each func() error) error {
+func (s *Service) read(ctx context.Context, sql string, args, dst []any, each func() error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, settings); err != nil {
+		if _, err := tx.Exec(ctx, readSettingsSQL); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, sql, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)

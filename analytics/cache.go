@@ -122,14 +122,14 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	var models, hashes []cacheScan
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
-		models, err = s.scanCache(ectx, readSettingsSQL, cacheModelSQL, s.args(f, s.split(from, to, false)), false)
+		models, err = s.scanCache(ectx, cacheModelSQL, s.args(f, s.split(from, to, false)), false)
 		if err != nil {
 			return fmt.Errorf("cache: %w", err)
 		}
 		return nil
 	})
 	eg.Go(func() (err error) {
-		hashes, err = s.scanCache(ectx, readSettingsSQL, cacheHashSQL, []any{f.ProjectID, from, to,
+		hashes, err = s.scanCache(ectx, cacheHashSQL, []any{f.ProjectID, from, to,
 			f.Service, f.Model, f.Tenant, f.Operation, f.Provider, minCalls}, true)
 		if err != nil {
 			return fmt.Errorf("cache prompts: %w", err)
@@ -172,7 +172,7 @@ type cacheScan struct {
 	n                 [9]int64 // calls, write calls, read calls, input, written, read, cost, nocache, unpriced
 }
 
-func (s *Service) scanCache(ctx context.Context, settings, sql string, args []any, withHash bool) ([]cacheScan, error) {
+func (s *Service) scanCache(ctx context.Context, sql string, args []any, withHash bool) ([]cacheScan, error) {
 	var (
 		out []cacheScan
 		c   cacheScan
@@ -184,7 +184,7 @@ func (s *Service) scanCache(ctx context.Context, settings, sql string, args []an
 	for i := range c.n {
 		dst = append(dst, &c.n[i])
 	}
-	err := s.read(ctx, settings, sql, args, dst, func() error {
+	err := s.read(ctx, sql, args, dst, func() error {
 		out = append(out, c)
 		return nil
 	})

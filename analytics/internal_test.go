@@ -196,7 +196,8 @@ func TestPlanFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, series := planFor(g, c.f)
+		p := planFor(g, c.f)
+		series := p.seriesAlias()
 		table, wantSeries := "rollup_daily", "s"
 		for _, n := range []string{"rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant"} {
 			if strings.Contains(p.sums, "FROM "+n+" ") {

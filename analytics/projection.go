@@ -102,7 +102,7 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 		day            time.Time
 		cost, unpriced int64
 	)
-	if err := s.read(ctx, readSettingsSQL, dailyCostSQL, []any{projectID, lo.civil(), next.civil(), service},
+	if err := s.read(ctx, dailyCostSQL, []any{projectID, lo.civil(), next.civil(), service},
 		[]any{&day, &cost, &unpriced}, func() error {
 			d := date{day.Year(), day.Month(), day.Day()}
 			costs[d] = cost

@@ -239,9 +239,18 @@ var (
 	}()
 )
 
-// planFor picks the plan of a summary, and where its series columns are read (s or r): the first
-// narrow plan that keeps every series column the grouping and the filter name, else bySeries.
-func planFor(g grouping, f Filter) (plan, string) {
+// seriesAlias is where the plan's series columns are read: the narrow rollup itself (r), or the
+// series dictionary joined to rollup_daily (s).
+func (p plan) seriesAlias() string {
+	if p.keep == nil {
+		return "s"
+	}
+	return "r"
+}
+
+// planFor picks the plan of a summary: the first narrow plan that keeps every series column the
+// grouping and the filter name, else bySeries.
+func planFor(g grouping, f Filter) plan {
 	var need []string
 	for _, d := range g.dims {
 		if d != ByDay && d != ByHour {
@@ -263,9 +272,9 @@ next:
 				continue next
 			}
 		}
-		return p, "r"
+		return p
 	}
-	return bySeries, "s"
+	return bySeries
 }
 
 // sumsOf is the sum of each of sumCols over the rows aliased r, as bigint.
@@ -629,7 +638,7 @@ func (s *Service) Summary(ctx context.Context, f Filter, groupBy ...string) (Sum
 }
 
 // summary is Summary with the plan chosen by choose.
-func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, Filter) (plan, string), groupBy []string) (Summary, error) {
+func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, Filter) plan, groupBy []string) (Summary, error) {
 	g, err := parseGrouping(groupBy)
 	if err != nil {
 		return Summary{}, err
@@ -647,7 +656,8 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		groups map[gkey]*acc
 		hists  map[gkey]*histogram
 	)
-	p, series := choose(g, f)
+	p := choose(g, f)
+	series := p.seriesAlias()
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
 		groups, err = s.sums(ectx, g, fmt.Sprintf(p.sums, g.columns(series)), args)
@@ -696,7 +706,7 @@ func (s *Service) sums(ctx context.Context, g grouping, query string, args []any
 		dst = append(dst, &sums[i])
 	}
 	groups := map[gkey]*acc{}
-	if err := s.read(ctx, readSettingsSQL, query, args, dst, func() error {
+	if err := s.read(ctx, query, args, dst, func() error {
 		k := keyOf(fallback)
 		a, ok := groups[k]
 		if !ok {
@@ -720,7 +730,7 @@ func (s *Service) latencies(ctx context.Context, g grouping, query string, args 
 		h        pgtype.UndecodedBytes
 	)
 	hists := map[gkey]*histogram{}
-	if err := s.read(ctx, readSettingsSQL, query, args, append(keyDst, &fallback, &h), func() error {
+	if err := s.read(ctx, query, args, append(keyDst, &fallback, &h), func() error {
 		k := keyOf(fallback)
 		m, ok := hists[k]
 		if !ok {

@@ -69,7 +69,7 @@ func foldLedger(t *testing.T, foldEvery time.Duration, reg *prometheus.Registry)
 }
 
 // TestFold checks when the writer folds committed rollup deltas: not in the commit, on Sync, by
-// itself every FoldEvery, on Close, and not while another fold holds the lock too long.
+// itself every FoldEvery, on Close, and those another replica left.
 func TestFold(t *testing.T) {
 	t.Parallel()
 	recs := variedBatch(300)
@@ -92,19 +92,15 @@ func TestFold(t *testing.T) {
 			}
 		}, never},
 		{"by itself", func(t *testing.T, _ *ingest.Writer, pool *pgxpool.Pool) {
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-				var left int64
-				if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pending_rollup_hourly`).Scan(&left); err != nil {
-					t.Fatal(err)
-				}
-				if left == 0 {
-					return
-				}
-			}
-			t.Fatal("the writer left deltas pending for 10 s")
+			waitFolded(t, pool)
 		}, 20 * time.Millisecond},
+		// The committing writer never folds, as a replica killed after its commit: another one,
+		// with no commits of its own, folds what it left.
+		{"by another replica", func(t *testing.T, _ *ingest.Writer, pool *pgxpool.Pool) {
+			other := ingest.NewWriter(store.New(pool), flatPrice, ingest.Options{Registerer: prometheus.NewRegistry(), FoldEvery: 20 * time.Millisecond})
+			t.Cleanup(func() { _ = other.Close(context.Background()) })
+			waitFolded(t, pool)
+		}, never},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,6 +120,21 @@ func TestFold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitFolded waits up to 10 s for the pending rollup rows to be folded.
+func waitFolded(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var left int64
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pending_rollup_hourly`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return
+		}
+	}
+	t.Fatal("deltas left pending for 10 s")
 }
 
 // TestSyncSkipsAndYields checks that Sync folds nothing when nothing was committed since the last

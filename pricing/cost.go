@@ -202,7 +202,7 @@ func price(m Model, p Price, u Usage, requests int64, n *big.Rat) (Cost, error) 
 	scale := new(big.Rat).Mul(n, big.NewRat(1, 1_000_000))
 	if u.Batch {
 		if p.BatchDiscount == nil {
-			return Cost{}, fmt.Errorf("%w: %s has no batch price", ErrUnpriced, p.Key)
+			return Cost{}, noBatchPrice(&p)
 		}
 		scale.Mul(scale, new(big.Rat).Sub(big.NewRat(1, 1), p.BatchDiscount.Rat()))
 	}

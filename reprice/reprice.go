@@ -8,10 +8,11 @@
 // catalog it is given, exactly as the ingest writer would today, and writes the new cost_nanos,
 // nocache_cost_nanos and price_id of the attempts whose figures changed. In the same transaction it
 // adds, per rollup key, the difference between the changed attempts' new and old sums to
-// rollup_hourly, rollup_daily (local date in settings 'timezone'), rollup_daily_model (the daily
-// deltas per model) and rollup_cache_hourly, using the writer's own aggregate expressions
-// (ingest.RollupSums), so every rollup keeps equalling a rebuild from raw. Either everything is written or nothing is. A second run with the same catalog
-// changes nothing.
+// rollup_hourly, rollup_daily (local date in settings 'timezone'), the narrow daily rollups
+// (ingest.DailyBy: the daily deltas summed per model, per service and operation, per tenant),
+// rollup_cache_hourly and cache_prefixes, using the writer's own aggregate expressions
+// (ingest.RollupSums), so every rollup keeps equalling a rebuild from raw. Either everything is
+// written or nothing is. A second run with the same catalog changes nothing.
 //
 // Rows are streamed through a cursor in chunks (Options.ChunkRows), so memory stays bounded
 // whatever the range: each chunk's changed attempts are copied into a temporary table and updated
