@@ -1,13 +1,9 @@
 package ingest
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The fast path COPYs a batch in PostgreSQL's binary COPY format, encoded straight from the
@@ -21,12 +17,6 @@ var copySQL = "COPY attempts (" + strings.Join(copyCols, ", ") + ") FROM STDIN (
 
 // pgEpochMicros is 2000-01-01 UTC, PostgreSQL's timestamp epoch, in Unix microseconds.
 const pgEpochMicros = 946_684_800_000_000
-
-// copyAttempts COPYs the batch into attempts on tx's connection.
-func copyAttempts(ctx context.Context, tx pgx.Tx, b *batch) error {
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b.copyData()), copySQL)
-	return err
-}
 
 // copyData returns the batch as binary COPY data: a header, one tuple per row (a field count,
 // then each field as its length and bytes, -1 for NULL), and a trailer. Enums are sent as their

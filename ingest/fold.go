@@ -8,44 +8,75 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// An ingest commit adds its rollup deltas to the pending tables (migration 00008) instead of
-// updating the rollups: plain inserts, with no rollup row to find and lock, so commits neither
-// pay for the upserts nor wait for each other on the current hour's rows. Fold then adds
-// everything pending to the rollups at once, many commits' deltas summed into one upsert per
-// rollup row. Each Writer folds a few times a second, and before a read asks it to (Sync).
+// An ingest commit adds its rollup deltas to the pending tables (migrations 00008 and 00009)
+// instead of updating the rollups: plain inserts, with no rollup row to find and lock, so commits
+// neither pay for the upserts nor wait for each other on the current hour's rows. A commit writes
+// one row per UTC hour, local day and series key to pending_rollup_hourly, and its cache groups to
+// pending_cache. Fold then adds everything pending to the rollups at once: many commits' deltas
+// summed into one upsert per rollup row, the daily rollups summed from the same hourly rows. Each
+// Writer folds a few times a second, and before a read asks it to (Sync).
 
 // lockFoldSQL makes folds take turns: the writers' rollers, reprice and rebuild. It conflicts
 // with nothing an ingest commit takes.
 const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 
-// foldSQL moves the pending deltas into the rollups, one statement per rollup: each deletes the
-// pending rows it sees and adds their sums to the rollup, in key order as every fold locks them.
-var foldSQL = func() []string {
-	var out []string
-	for _, t := range rollupTables {
-		var keys, sums, set []string
-		for _, k := range t.key {
-			keys = append(keys, k.col)
-		}
-		for _, s := range RollupSums {
-			sums = append(sums, fmt.Sprintf("sum8(%s)", s.Col))
-			set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", s.Col, s.Col, s.Col))
-		}
-		out = append(out, fmt.Sprintf(`WITH d AS (DELETE FROM %[1]s RETURNING *)
-		INSERT INTO %[2]s AS r (%[3]s, %[4]s, latency_hist)
-		SELECT %[3]s, %[5]s, hist_sum(latency_hist) FROM d GROUP BY %[3]s ORDER BY %[3]s
-		ON CONFLICT (%[3]s) DO UPDATE SET %[6]s,
-			latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)`,
-			t.pending(), t.table, strings.Join(keys, ", "), colNames(RollupSums), strings.Join(sums, ", "),
-			strings.Join(set, ", ")))
+// foldSQL moves the pending deltas into the rollups, in two statements. The first deletes the
+// hourly rows it sees, sums them per hour and local day, and adds those sums to rollup_hourly, to
+// rollup_daily and, through each series' columns, to the narrow daily rollups; it returns how many
+// rollup rows it wrote. The second folds the cache groups. Every upsert goes in key order, as every
+// fold locks rows in it.
+var foldSQL = func() [2]string {
+	var sums, sumsAs, set []string
+	for _, s := range RollupSums {
+		sums = append(sums, fmt.Sprintf("sum8(a.%s)", s.Col))
+		sumsAs = append(sumsAs, fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col))
+		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
-	var sums []string
+	// upsert adds a's sums to table, grouped by the select list keySel (the table's key columns
+	// key, in order).
+	upsert := func(table string, key, keySel []string, from string) string {
+		var group []string
+		for i := range key {
+			group = append(group, fmt.Sprint(i+1))
+		}
+		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
+		SELECT %[4]s, %[5]s, hist_sum(a.latency_hist) FROM %[6]s GROUP BY %[7]s ORDER BY %[7]s
+		ON CONFLICT (%[2]s) DO UPDATE SET %[8]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
+		RETURNING 1`,
+			table, strings.Join(key, ", "), colNames(RollupSums), strings.Join(keySel, ", "), strings.Join(sums, ", "),
+			from, strings.Join(group, ", "), strings.Join(set, ", "))
+	}
+	rollupKey := []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
+	steps := []string{
+		upsert("rollup_hourly", rollupKey, prefixed("a.", rollupKey), "a"),
+		upsert("rollup_daily", rollupKey, []string{"a.project_id", "a.day", "a.series_id", "a.fallback", "a.status", "a.error_class"}, "a"),
+	}
+	for _, d := range DailyBy {
+		keySel := append(append([]string{"a.project_id", "a.day"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
+		steps = append(steps, upsert(d.Table, d.Key(), keySel, "a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"))
+	}
+	var ctes, counts []string
+	for i, st := range steps {
+		ctes = append(ctes, fmt.Sprintf("u%d AS (%s)", i, st))
+		counts = append(counts, fmt.Sprintf("(SELECT count(*) FROM u%d)", i))
+	}
+	var keys []string
+	for _, k := range pendingKeyCols {
+		keys = append(keys, k.col)
+	}
+	rollups := fmt.Sprintf(`WITH d AS (DELETE FROM pending_rollup_hourly RETURNING *),
+	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM d GROUP BY %[1]s),
+	%[3]s
+	SELECT %[4]s`, strings.Join(keys, ", "), strings.Join(sumsAs, ", "), strings.Join(ctes, ",\n\t"),
+		strings.Join(counts, " + "))
+
+	var csums []string
 	for _, s := range CacheSums {
-		sums = append(sums, fmt.Sprintf("sum8(%s) AS %s", s.Col, s.Col))
+		csums = append(csums, fmt.Sprintf("sum8(%s) AS %s", s.Col, s.Col))
 	}
 	src := fmt.Sprintf(`SELECT project_id, bucket, series_id, fallback, prompt_hash, %s FROM pend GROUP BY 1, 2, 3, 4, 5`,
-		strings.Join(sums, ", "))
-	return append(out, "WITH pend AS (DELETE FROM pending_cache RETURNING *), "+cacheFoldCTEs(src)+" "+cacheFoldUpsert)
+		strings.Join(csums, ", "))
+	return [2]string{rollups, "WITH pend AS (DELETE FROM pending_cache RETURNING *), " + cacheFoldCTEs(src) + " " + cacheFoldUpsert}
 }()
 
 func colNames(sums []Sum) string {
@@ -61,13 +92,7 @@ func colNames(sums []Sum) string {
 // that every fold's scan then reads (measured: 400 MB and folds of 1.5 s after 90 s at 23,000
 // records/s over a week of history), so the writer vacuums them itself, about once a second while
 // it folds.
-var vacuumPendingSQL = func() string {
-	tables := []string{"pending_cache"}
-	for _, t := range rollupTables {
-		tables = append(tables, t.pending())
-	}
-	return "VACUUM (SKIP_LOCKED) " + strings.Join(tables, ", ")
-}()
+const vacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache`
 
 // Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
 // tables, after waiting for any other fold to finish, and returns how many rollup rows it wrote.
@@ -78,21 +103,21 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 		return 0, fmt.Errorf("lock rollup fold: %w", err)
 	}
 	b := &pgx.Batch{}
-	for _, s := range foldSQL {
-		b.Queue(s)
-	}
+	b.Queue(foldSQL[0])
+	b.Queue(foldSQL[1])
 	res := tx.SendBatch(ctx, b)
-	var n int64
-	for range foldSQL {
-		tag, err := res.Exec()
-		if err != nil {
-			_ = res.Close()
-			return 0, fmt.Errorf("fold pending rollups: %w", err)
-		}
-		n += tag.RowsAffected()
+	var rollups int64
+	if err := res.QueryRow().Scan(&rollups); err != nil {
+		_ = res.Close()
+		return 0, fmt.Errorf("fold pending rollups: %w", err)
+	}
+	tag, err := res.Exec()
+	if err != nil {
+		_ = res.Close()
+		return 0, fmt.Errorf("fold pending cache groups: %w", err)
 	}
 	if err := res.Close(); err != nil {
 		return 0, fmt.Errorf("fold pending rollups: %w", err)
 	}
-	return n, nil
+	return rollups + tag.RowsAffected(), nil
 }

@@ -66,31 +66,18 @@ type Narrow struct {
 	Keep  []string // series columns, in key order
 }
 
-// DailyBy are the narrow daily rollups, kept in the same transactions as rollup_daily by the
-// fold, reprice and rebuild (ingest commits add their pending rows alongside rollup_daily's).
+// DailyBy are the narrow daily rollups, kept in the same statements or transactions as
+// rollup_daily by the fold, reprice and rebuild.
 var DailyBy = []Narrow{
 	{"rollup_daily_model", []string{"provider", "model", "fallback_from"}},
 	{"rollup_daily_service", []string{"service", "operation"}},
 	{"rollup_daily_tenant", []string{"tenant"}},
 }
 
-// keyCols are the key columns of the rollup, with the array type each is sent as.
-func (n Narrow) keyCols() []column {
-	cols := []column{{"project_id", "int8"}, {"bucket", "date"}}
-	for _, c := range n.Keep {
-		cols = append(cols, column{c, "text"})
-	}
-	return append(cols, column{"fallback", "bool"}, column{"status", "attempt_status"}, column{"error_class", "error_class"})
-}
-
-// Key is the rollup's primary key, in order: the columns rebuild groups by and reprice adds its
-// deltas on.
+// Key is the rollup's primary key, in order: the columns rebuild groups by, reprice adds its
+// deltas on and a fold sums pending_rollup_hourly's rows by.
 func (n Narrow) Key() []string {
-	var out []string
-	for _, c := range n.keyCols() {
-		out = append(out, c.col)
-	}
-	return out
+	return append(append([]string{"project_id", "bucket"}, n.Keep...), "fallback", "status", "error_class")
 }
 
 func prefixed(prefix string, cols []string) []string {
@@ -145,11 +132,11 @@ func buildInsertSQL() string {
 	}
 	tz := fmt.Sprintf("$%d", len(attemptCols)+1)
 	day := "(started_at AT TIME ZONE " + tz + ")::date"
-	// pending adds the rollup deltas of the inserted rows (from, whose keys are the select list
-	// keySel) to table's pending table.
-	pending := func(t rollupTable, keySel []string, from string) string {
+	// pending adds the inserted rows' rollup deltas, whose keys are the select list keySel, to
+	// pending_rollup_hourly.
+	pending := func(keySel []string) string {
 		var cols, order, sel []string
-		for i, k := range t.key {
+		for i, k := range pendingKeyCols {
 			cols = append(cols, k.col)
 			order = append(order, fmt.Sprint(i+1))
 		}
@@ -157,10 +144,10 @@ func buildInsertSQL() string {
 			cols = append(cols, s.Col)
 			sel = append(sel, s.Expr)
 		}
-		return fmt.Sprintf(`INSERT INTO %s (%s, latency_hist)
-		SELECT %s, %s, %s FROM %s GROUP BY %s`,
-			t.pending(), strings.Join(cols, ", "), strings.Join(keySel, ", "), strings.Join(sel, ", "),
-			LatencyHistExpr, from, strings.Join(order, ", "))
+		return fmt.Sprintf(`INSERT INTO pending_rollup_hourly (%s, latency_hist)
+		SELECT %s, %s, %s FROM ins GROUP BY %s`,
+			strings.Join(cols, ", "), strings.Join(keySel, ", "), strings.Join(sel, ", "),
+			LatencyHistExpr, strings.Join(order, ", "))
 	}
 	var csel, ccols []string
 	for _, s := range CacheSums {
@@ -171,16 +158,7 @@ func buildInsertSQL() string {
 		SELECT project_id, %s, series_id, fallback, %s, %s
 		FROM ins WHERE %s GROUP BY 1, 2, 3, 4, 5`,
 		strings.Join(ccols, ", "), HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere)
-	steps := []string{
-		pending(rollupTables[0], []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class"}, "ins"),
-		pending(rollupTables[1], []string{"project_id", day, "series_id", "fallback", "status", "error_class"}, "ins"),
-	}
-	for i, d := range DailyBy {
-		sel := append([]string{"i.project_id", day}, prefixed("s.", d.Keep)...)
-		steps = append(steps, pending(rollupTables[2+i], append(sel, "i.fallback", "i.status", "i.error_class"),
-			"ins i JOIN series s ON s.project_id = i.project_id AND s.id = i.series_id"))
-	}
-	steps = append(steps, cache)
+	steps := []string{pending([]string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class", day}), cache}
 	var ctes []string
 	for i, st := range steps {
 		ctes = append(ctes, fmt.Sprintf("p%d AS (%s\n\t)", i, st))
@@ -195,51 +173,22 @@ func buildInsertSQL() string {
 		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "), strings.Join(ctes, ", "))
 }
 
-// Key columns of the rollups, in primary-key order, with the array type each is sent as.
+// Key columns of the pending rows, with the array type each is sent as: pending_rollup_hourly's
+// are rollup_hourly's key and the local day, pending_cache's rollup_cache_hourly's key.
 var (
-	rollupKeyCols = []column{
+	pendingKeyCols = []column{
 		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
-		{"status", "attempt_status"}, {"error_class", "error_class"}}
-	dailyKeyCols = []column{
-		{"project_id", "int8"}, {"bucket", "date"}, {"series_id", "int8"}, {"fallback", "bool"},
-		{"status", "attempt_status"}, {"error_class", "error_class"}}
+		{"status", "attempt_status"}, {"error_class", "error_class"}, {"day", "date"}}
 	cacheKeyCols = []column{
 		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
 		{"prompt_hash", "text"}}
 )
 
-// rollupTable is a rollup with RollupSums' columns and a latency histogram, kept through its
-// pending table (migration 00008).
-type rollupTable struct {
-	table string
-	key   []column
-}
-
-// pending is the table ingest commits add the rollup's deltas to, for Fold to add to the rollup.
-func (t rollupTable) pending() string { return "pending_" + t.table }
-
-// rollupTables are the rollups with RollupSums' columns: rollup_hourly, rollup_daily, then the
-// narrow daily rollups in DailyBy order.
-var rollupTables = func() []rollupTable {
-	out := []rollupTable{{"rollup_hourly", rollupKeyCols}, {"rollup_daily", dailyKeyCols}}
-	for _, d := range DailyBy {
-		out = append(out, rollupTable{d.Table, d.keyCols()})
-	}
-	return out
-}()
-
-// The fast path's pending inserts, one per rollupTables entry and one for the cache groups: groups
-// summed in Go (see sums.go), sent as arrays (keys, then one int8 array per sum column, then the
-// latency histograms as text). Built once, at start-up.
+// The fast path's pending inserts: groups summed in Go (see sums.go), sent as arrays (keys, then
+// one int8 array per sum column, then the latency histograms as text). Built once, at start-up.
 var (
-	pendingSQL = func() []string {
-		out := make([]string, len(rollupTables))
-		for i, t := range rollupTables {
-			out[i] = buildPendingSQL(t.pending(), t.key, RollupSums, true)
-		}
-		return out
-	}()
-	pendingCacheSQL = buildPendingSQL("pending_cache", cacheKeyCols, CacheSums, false)
+	pendingRollupSQL = buildPendingSQL("pending_rollup_hourly", pendingKeyCols, RollupSums, true)
+	pendingCacheSQL  = buildPendingSQL("pending_cache", cacheKeyCols, CacheSums, false)
 )
 
 func buildPendingSQL(table string, key []column, sums []Sum, hist bool) string {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // The fast path sums the rollups of a batch in Go. Every column of RollupSums and CacheSums is a
@@ -123,45 +121,14 @@ func (h *hist) text() string {
 	return sb.String()
 }
 
-// groupKey identifies one rollup row: bucket is the Unix second of the UTC hour (hourly, cache) or
-// of the local date at UTC midnight (daily ones); status and class are empty for the cache rollup,
-// and hash only set there; in a narrow daily rollup series is zero and keep holds the kept series
-// columns.
+// groupKey identifies one pending rollup row: bucket is the Unix second of the UTC hour; day, of
+// the local date at UTC midnight, is set for the hourly rows (the fold sums them into the daily
+// rollups by it); status and class are empty for the cache groups, and hash only set there.
 type groupKey struct {
-	project, bucket, series int64
-	fallback                bool
-	status, class, hash     string
-	keep                    [maxKeep]string
+	project, bucket, day, series int64
+	fallback                     bool
+	status, class, hash          string
 }
-
-// maxKeep is the most series columns a narrow rollup keeps.
-const maxKeep = 3
-
-// seriesCols reads each series column a narrow rollup may keep from a series key.
-var seriesCols = map[string]func(store.SeriesKey) string{
-	"tenant": func(k store.SeriesKey) string { return k.Tenant }, "service": func(k store.SeriesKey) string { return k.Service },
-	"operation": func(k store.SeriesKey) string { return k.Operation }, "provider": func(k store.SeriesKey) string { return k.Provider },
-	"model": func(k store.SeriesKey) string { return k.Model }, "fallback_from": func(k store.SeriesKey) string { return k.FallbackFrom },
-}
-
-// narrowKeep are, per narrow rollup of DailyBy, the readers of its kept columns, resolved once at
-// start-up.
-var narrowKeep = func() [][]func(store.SeriesKey) string {
-	out := make([][]func(store.SeriesKey) string, len(DailyBy))
-	for i, d := range DailyBy {
-		if len(d.Keep) > maxKeep {
-			panic(fmt.Sprintf("ingest: %s keeps more than %d series columns", d.Table, maxKeep))
-		}
-		for _, c := range d.Keep {
-			f, ok := seriesCols[c]
-			if !ok {
-				panic(fmt.Sprintf("ingest: %s keeps %q, not a series column", d.Table, c))
-			}
-			out[i] = append(out[i], f)
-		}
-	}
-	return out
-}()
 
 type group struct {
 	sums []int64
@@ -200,46 +167,20 @@ func (g *groups) add(k groupKey, contrib []int64, bucket int) {
 	}
 }
 
-// keyLayout is which key columns a pending insert takes, in its key order: rollupKeyCols, cacheKeyCols,
-// or a narrow rollup's keyCols.
-type keyLayout int
-
-const (
-	seriesKeys keyLayout = iota
-	cacheKeys
-	narrowKeys
-)
-
-// args returns the arrays a pending insert of buildPendingSQL takes: keys in the layout's
-// order, sums, histograms. Buckets go as UTC times, which PostgreSQL reads as the hour
-// (timestamptz) or the date.
-func (g *groups) args(layout keyLayout, hist bool) []any {
+// args returns the arrays a pending insert of buildPendingSQL takes: keys in the order of
+// pendingKeyCols (hist, the hourly rows) or cacheKeyCols, sums, histograms. Buckets and days go as
+// UTC times, which PostgreSQL reads as the hour (timestamptz) or the date.
+func (g *groups) args(hist bool) []any {
 	n := len(g.keys)
 	project, buckets, series, fallback := make([]int64, n), make([]time.Time, n), make([]int64, n), make([]bool, n)
-	status, class, hash := make([]string, n), make([]string, n), make([]string, n)
-	var keep [maxKeep][]string
-	for c := range keep {
-		keep[c] = make([]string, n)
-	}
+	days, status, class, hash := make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, k := range g.keys {
 		project[i], buckets[i], series[i], fallback[i] = k.project, time.Unix(k.bucket, 0).UTC(), k.series, k.fallback
-		status[i], class[i], hash[i] = k.status, k.class, k.hash
-		for c := range keep {
-			keep[c][i] = k.keep[c]
-		}
+		days[i], status[i], class[i], hash[i] = time.Unix(k.day, 0).UTC(), k.status, k.class, k.hash
 	}
-	var args []any
-	switch layout {
-	case seriesKeys:
-		args = []any{project, buckets, series, fallback, status, class}
-	case cacheKeys:
-		args = []any{project, buckets, series, fallback, hash}
-	case narrowKeys:
-		args = []any{project, buckets}
-		for c := range g.kept {
-			args = append(args, keep[c])
-		}
-		args = append(args, fallback, status, class)
+	args := []any{project, buckets, series, fallback, hash}
+	if hist {
+		args = []any{project, buckets, series, fallback, status, class, days}
 	}
 	for c := range g.width {
 		col := make([]int64, n)
@@ -258,41 +199,23 @@ func (g *groups) args(layout keyLayout, hist bool) []any {
 	return args
 }
 
-// rollupBatch sums a batch (all rows new) into rollup rows and queues their inserts into the
-// pending tables, in rollupTables order. Daily buckets
-// are local dates in tz: Go's t.In(tz) date equals PostgreSQL's (t AT TIME ZONE tz)::date for the
-// same zone rules.
+// rollupBatch sums a batch (all rows new) into pending rollup rows, per UTC hour and local day, and
+// per cache group, and queues their inserts. Days are local dates in tz: Go's t.In(tz) date equals
+// PostgreSQL's (t AT TIME ZONE tz)::date for the same zone rules.
 func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
-	hourly, daily, cache := newGroups(len(rollupFuncs)), newGroups(len(rollupFuncs)), newGroups(len(cacheFuncs))
-	narrow := make([]*groups, len(DailyBy))
-	for n := range narrow {
-		narrow[n] = newGroups(len(rollupFuncs))
-		narrow[n].kept = len(DailyBy[n].Keep)
-	}
-	// A row's contributions and latency bucket are worked out once, then added to each rollup.
+	hourly, cache := newGroups(len(rollupFuncs)), newGroups(len(cacheFuncs))
+	// A row's contributions and latency bucket are worked out once, then added to its groups.
 	rc, cc := make([]int64, len(rollupFuncs)), make([]int64, len(cacheFuncs))
 	for i := range b.n {
 		for c, f := range rollupFuncs {
 			rc[c] = f(b, i)
 		}
-		bucket := latencyBucket(b.latency[i])
 		t := b.started[i]
 		hour := t.Truncate(time.Hour).Unix()
 		y, m, d := t.In(tz).Date()
-		day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
-		k := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i],
-			status: b.status[i], class: b.class[i]}
-		hourly.add(k, rc, bucket)
-		k.bucket = day
-		daily.add(k, rc, bucket)
-		k.series = 0
-		for n, keep := range narrowKeep {
-			k.keep = [maxKeep]string{}
-			for c, f := range keep {
-				k.keep[c] = f(b.seriesKey[i])
-			}
-			narrow[n].add(k, rc, bucket)
-		}
+		hourly.add(groupKey{project: b.project[i], bucket: hour, day: time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(),
+			series: b.series[i], fallback: b.fallback[i], status: b.status[i], class: b.class[i]},
+			rc, latencyBucket(b.latency[i]))
 		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {
 			for c, f := range cacheFuncs {
 				cc[c] = f(b, i)
@@ -305,13 +228,9 @@ func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
 		}
 	}
 	q := &pgx.Batch{}
-	q.Queue(pendingSQL[0], hourly.args(seriesKeys, true)...)
-	q.Queue(pendingSQL[1], daily.args(seriesKeys, true)...)
-	for n, g := range narrow {
-		q.Queue(pendingSQL[2+n], g.args(narrowKeys, true)...)
-	}
+	q.Queue(pendingRollupSQL, hourly.args(true)...)
 	if len(cache.keys) > 0 {
-		q.Queue(pendingCacheSQL, cache.args(cacheKeys, false)...)
+		q.Queue(pendingCacheSQL, cache.args(false)...)
 	}
 	return q
 }

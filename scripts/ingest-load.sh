@@ -8,7 +8,8 @@
 # p99 under 50 ms on 2 cores. ledgerd, PostgreSQL (DATABASE_URL, default the local server) and the
 # load generator share the machine; CPUS (e.g. "0,1") pins ledgerd with taskset. DAYS=7 sends a
 # backfill spread over the last 7 days instead of live records. Afterwards it prints ledgerd's
-# rollup folds (count and total seconds) and the size of the pending rollup tables.
+# group commits (count, records, seconds), rollup folds (count and total seconds) and the size of the
+# pending rollup tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-30s}"
@@ -59,6 +60,6 @@ if [[ -n "${DAYS:-}" ]]; then
 fi
 "$work/ledgerload" --url "http://$addr" --key "$key" --rate 0 --batch "$batch" --concurrency "$clients" \
 	--duration "$duration" --quiet "${history[@]}"
-curl -s "http://$addr/metrics" | grep -E '^ledgerd_rollup_fold_(seconds_sum|seconds_count|failures_total)' || true
+curl -s "http://$addr/metrics" | grep -E '^ledgerd_(rollup_fold_(seconds_sum|seconds_count|failures_total)|writer_(batch_records|flush_seconds)_(sum|count))' || true
 psql "$url" -qAtc "SELECT 'pending rollup tables: ' || pg_size_pretty(sum(pg_total_relation_size(relid))) FROM pg_stat_user_tables WHERE relname LIKE 'pending\_%'"
 psql "$url" -qAtc "SELECT 'committed rows in attempts: ' || count(*) FROM attempts"
