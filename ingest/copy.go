@@ -1,9 +1,14 @@
 package ingest
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // The fast path COPYs a batch in PostgreSQL's binary COPY format, encoded straight from the
@@ -12,99 +17,252 @@ import (
 // request, and this encoder a tenth of it. The twin test (paths_test.go) checks that rows stored
 // this way equal those the exact path stores through pgx.
 
-// copySQL is the fast path's COPY statement, its columns in attemptCols order.
-var copySQL = "COPY attempts (" + strings.Join(copyCols, ", ") + ") FROM STDIN (FORMAT binary)"
+// The fast path's COPY statements: attempts in attemptCols order, then the pending rollup rows and
+// cache groups summed in Go (see sums.go), keys first, then sums, then (hourly) the histogram.
+var (
+	copySQL              = copyStmt("attempts", colList(attemptCols))
+	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", append(colList(pendingKeyCols), append(sumCols(RollupSums), "latency_hist")...))
+	pendingCacheCopySQL  = copyStmt("pending_cache", append(colList(cacheKeyCols), sumCols(CacheSums)...))
+)
+
+func copyStmt(table string, cols []string) string {
+	return "COPY " + table + " (" + strings.Join(cols, ", ") + ") FROM STDIN (FORMAT binary)"
+}
+
+func colList(cols []column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.col
+	}
+	return out
+}
+
+func sumCols(sums []Sum) []string {
+	out := make([]string, len(sums))
+	for i, s := range sums {
+		out[i] = s.Col
+	}
+	return out
+}
 
 // pgEpochMicros is 2000-01-01 UTC, PostgreSQL's timestamp epoch, in Unix microseconds.
 const pgEpochMicros = 946_684_800_000_000
 
-// copyData returns the batch as binary COPY data: a header, one tuple per row (a field count,
-// then each field as its length and bytes, -1 for NULL), and a trailer. Enums are sent as their
-// labels and jsonb as version 1 followed by the JSON text, as PostgreSQL's binary receive functions
-// read them.
-func (b *batch) copyData() []byte {
-	be := binary.BigEndian
-	buf := make([]byte, 0, 64+b.n*320)
-	buf = append(buf, "PGCOPY\n\xff\r\n\x00"...)
-	buf = be.AppendUint32(buf, 0) // flags
-	buf = be.AppendUint32(buf, 0) // header extension length
-	i8 := func(v int64) { buf = be.AppendUint64(be.AppendUint32(buf, 8), uint64(v)) }
-	i4 := func(v int32) { buf = be.AppendUint32(be.AppendUint32(buf, 4), uint32(v)) }
-	null := func() { buf = be.AppendUint32(buf, 0xffffffff) }
-	text := func(s string) { buf = append(be.AppendUint32(buf, uint32(len(s))), s...) }
-	boolean := func(v bool) {
-		buf = be.AppendUint32(buf, 1)
-		if v {
-			buf = append(buf, 1)
-		} else {
-			buf = append(buf, 0)
-		}
+// copyBuf builds binary COPY data: a header, one tuple per row (a field count, then each field as
+// its length and bytes, -1 for NULL), and a trailer. Enums go as their labels and jsonb as version
+// 1 followed by the JSON text, as PostgreSQL's binary receive functions read them.
+type copyBuf struct{ b []byte }
+
+var be = binary.BigEndian
+
+func newCopyBuf(size int) *copyBuf {
+	c := &copyBuf{b: make([]byte, 0, size)}
+	c.b = append(c.b, "PGCOPY\n\xff\r\n\x00"...)
+	c.b = be.AppendUint32(c.b, 0) // flags
+	c.b = be.AppendUint32(c.b, 0) // header extension length
+	return c
+}
+
+func (c *copyBuf) row(fields int) { c.b = be.AppendUint16(c.b, uint16(fields)) }
+func (c *copyBuf) i8(v int64)     { c.b = be.AppendUint64(be.AppendUint32(c.b, 8), uint64(v)) }
+func (c *copyBuf) i4(v int32)     { c.b = be.AppendUint32(be.AppendUint32(c.b, 4), uint32(v)) }
+func (c *copyBuf) i2(v int16)     { c.b = be.AppendUint16(be.AppendUint32(c.b, 2), uint16(v)) }
+func (c *copyBuf) null()          { c.b = be.AppendUint32(c.b, 0xffffffff) }
+func (c *copyBuf) text(s string)  { c.b = append(be.AppendUint32(c.b, uint32(len(s))), s...) }
+
+func (c *copyBuf) boolean(v bool) {
+	c.b = be.AppendUint32(c.b, 1)
+	if v {
+		c.b = append(c.b, 1)
+	} else {
+		c.b = append(c.b, 0)
 	}
+}
+
+// timestamp writes a timestamptz from Unix microseconds; date, a date from the Unix second of its
+// UTC midnight.
+func (c *copyBuf) timestamp(unixMicros int64) { c.i8(unixMicros - pgEpochMicros) }
+func (c *copyBuf) date(unix int64)            { c.i4(int32((unix - pgEpochMicros/1e6) / 86400)) }
+
+// hist writes a latency histogram as a one-dimensional int8[] whose lower bound is its first
+// bucket.
+func (c *copyBuf) hist(h *hist) {
+	const int8OID = 20
+	c.b = be.AppendUint32(c.b, uint32(20+12*len(h.counts)))
+	c.b = be.AppendUint32(c.b, 1) // dimensions
+	c.b = be.AppendUint32(c.b, 0) // no NULLs
+	c.b = be.AppendUint32(c.b, int8OID)
+	c.b = be.AppendUint32(c.b, uint32(len(h.counts)))
+	c.b = be.AppendUint32(c.b, uint32(int32(h.lo)))
+	for _, n := range h.counts {
+		c.i8(n)
+	}
+}
+
+func (c *copyBuf) end() []byte { return be.AppendUint16(c.b, 0xffff) }
+
+// copyData returns the batch as binary COPY data for copySQL.
+func (b *batch) copyData() []byte {
+	c := newCopyBuf(64 + b.n*320)
 	for i := range b.n {
-		buf = be.AppendUint16(buf, uint16(len(attemptCols)))
-		i8(b.project[i])
-		i8(b.started[i].UnixMicro() - pgEpochMicros)
-		i8(b.series[i])
-		i4(b.attemptNo[i])
-		i4(b.latency[i])
-		text(b.status[i])
-		text(b.class[i])
-		boolean(b.fallback[i])
-		boolean(b.batch[i])
+		c.row(len(attemptCols))
+		c.i8(b.project[i])
+		c.timestamp(b.started[i].UnixMicro())
+		c.i8(b.series[i])
+		c.i4(b.attemptNo[i])
+		c.i4(b.latency[i])
+		c.text(b.status[i])
+		c.text(b.class[i])
+		c.boolean(b.fallback[i])
+		c.boolean(b.batch[i])
 		if v := b.httpStatus[i]; v != nil {
-			buf = be.AppendUint16(be.AppendUint32(buf, 2), uint16(*v))
+			c.i2(*v)
 		} else {
-			null()
+			c.null()
 		}
 		for _, v := range []*int32{b.retryAfter[i], b.priceID[i]} {
 			if v != nil {
-				i4(*v)
+				c.i4(*v)
 			} else {
-				null()
+				c.null()
 			}
 		}
 		for _, v := range []int64{b.input[i], b.output[i], b.cw[i], b.cw1h[i], b.cr[i], b.reasoning[i]} {
-			i8(v)
+			c.i8(v)
 		}
 		for _, v := range []*int64{b.cost[i], b.nocache[i], b.clientCost[i]} {
 			if v != nil {
-				i8(*v)
+				c.i8(*v)
 			} else {
-				null()
+				c.null()
 			}
 		}
-		text(b.attemptID[i])
-		text(b.requestID[i])
+		c.text(b.attemptID[i])
+		c.text(b.requestID[i])
 		for _, v := range []*string{b.promptHash[i], b.providerReq[i]} {
 			if v != nil {
-				text(*v)
+				c.text(*v)
 			} else {
-				null()
+				c.null()
 			}
 		}
 		if v := b.metadata[i]; v != nil {
-			buf = append(be.AppendUint32(buf, uint32(len(*v)+1)), 1)
-			buf = append(buf, *v...)
+			c.b = append(be.AppendUint32(c.b, uint32(len(*v)+1)), 1)
+			c.b = append(c.b, *v...)
 		} else {
-			null()
+			c.null()
 		}
 	}
-	return be.AppendUint16(buf, 0xffff)
+	return c.end()
 }
 
-// checkCopyLayout panics at start-up if attemptCols no longer has the types copyData writes, in
-// its order: the encoder and the column list must change together.
-func checkCopyLayout() {
-	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
-		"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
-		"text", "text", "text", "text", "jsonb"}
-	var got []string
-	for _, c := range attemptCols {
-		got = append(got, c.typ)
+// copyData returns the groups as binary COPY data for pendingRollupCopySQL (hist: the hourly rows,
+// keyed as pendingKeyCols) or pendingCacheCopySQL (keyed as cacheKeyCols).
+func (g *groups) copyData(hist bool) []byte {
+	c := newCopyBuf(64 + len(g.keys)*(200+12*g.width))
+	for i, k := range g.keys {
+		if hist {
+			c.row(len(pendingKeyCols) + g.width + 1)
+		} else {
+			c.row(len(cacheKeyCols) + g.width)
+		}
+		c.i8(k.project)
+		c.timestamp(k.bucket * 1e6)
+		c.i8(k.series)
+		c.boolean(k.fallback)
+		if hist {
+			c.text(k.status)
+			c.text(k.class)
+			c.date(k.day)
+		} else {
+			c.text(k.hash)
+		}
+		for _, v := range g.vals[i].sums {
+			c.i8(v)
+		}
+		if hist {
+			c.hist(&g.vals[i].hist)
+		}
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		panic(fmt.Sprintf("ingest: attemptCols types %v, but copyData writes %v", got, want))
+	return c.end()
+}
+
+// checkCopyLayout panics at start-up if attemptCols, pendingKeyCols or cacheKeyCols no longer has
+// the types the copyData methods write, in their order: the encoders and the column lists must
+// change together.
+func checkCopyLayout() {
+	for _, l := range []struct {
+		cols []column
+		want []string
+	}{
+		{attemptCols, []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
+			"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
+			"text", "text", "text", "text", "jsonb"}},
+		{pendingKeyCols, []string{"int8", "timestamptz", "int8", "bool", "attempt_status", "error_class", "date"}},
+		{cacheKeyCols, []string{"int8", "timestamptz", "int8", "bool", "text"}},
+	} {
+		var got []string
+		for _, c := range l.cols {
+			got = append(got, c.typ)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(l.want) {
+			panic(fmt.Sprintf("ingest: columns of types %v, but copyData writes %v", got, l.want))
+		}
 	}
 }
 
 func init() { checkCopyLayout() }
+
+// copyIn is one COPY FROM STDIN statement and its data.
+type copyIn struct {
+	sql  string
+	data []byte
+}
+
+// copyCommit runs the COPYs in one transaction in a single round trip: one simple query
+// "BEGIN; COPY …; COPY …; COMMIT" followed at once by each COPY's data. pgx's CopyFrom takes one
+// COPY per round trip, and a commit of BEGIN, COPY, inserts and COMMIT apart took four; with 64
+// clients posting one record each, the flushers' round trips were what held the rate down. On an
+// error PostgreSQL skips the rest of the query and drops the data still coming, so nothing is
+// written; the connection is then rolled back to be used again, or left in its transaction for
+// the pool to close.
+func copyCommit(ctx context.Context, pg *pgconn.PgConn, copies []copyIn) error {
+	sqls := []string{"BEGIN"}
+	for _, c := range copies {
+		sqls = append(sqls, c.sql)
+	}
+	fe := pg.Frontend()
+	fe.SendQuery(&pgproto3.Query{String: strings.Join(append(sqls, "COMMIT"), "; ")})
+	for _, c := range copies {
+		fe.Send(&pgproto3.CopyData{Data: c.data})
+		fe.Send(&pgproto3.CopyDone{})
+	}
+	// The write is bounded by ctx's deadline too: the server reads it while it runs the query.
+	if d, ok := ctx.Deadline(); ok {
+		_ = pg.Conn().SetWriteDeadline(d)
+		defer func() { _ = pg.Conn().SetWriteDeadline(time.Time{}) }()
+	}
+	if err := fe.Flush(); err != nil {
+		_ = pg.Close(ctx)
+		return fmt.Errorf("send: %w", err)
+	}
+	var first error
+	for {
+		msg, err := pg.ReceiveMessage(ctx)
+		if err != nil {
+			_ = pg.Close(ctx)
+			return fmt.Errorf("receive: %w", err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.ReadyForQuery:
+			if first != nil && m.TxStatus != 'I' {
+				_ = pg.Exec(ctx, "ROLLBACK").Close()
+			}
+			return first
+		}
+	}
+}

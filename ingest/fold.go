@@ -43,7 +43,7 @@ var foldSQL = func() [2]string {
 		SELECT %[4]s, %[5]s, hist_sum(a.latency_hist) FROM %[6]s GROUP BY %[7]s ORDER BY %[7]s
 		ON CONFLICT (%[2]s) DO UPDATE SET %[8]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
 		RETURNING 1`,
-			table, strings.Join(key, ", "), colNames(RollupSums), strings.Join(keySel, ", "), strings.Join(sums, ", "),
+			table, strings.Join(key, ", "), strings.Join(sumCols(RollupSums), ", "), strings.Join(keySel, ", "), strings.Join(sums, ", "),
 			from, strings.Join(group, ", "), strings.Join(set, ", "))
 	}
 	rollupKey := []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
@@ -78,14 +78,6 @@ var foldSQL = func() [2]string {
 		strings.Join(csums, ", "))
 	return [2]string{rollups, "WITH pend AS (DELETE FROM pending_cache RETURNING *), " + cacheFoldCTEs(src) + " " + cacheFoldUpsert}
 }()
-
-func colNames(sums []Sum) string {
-	var out []string
-	for _, s := range sums {
-		out = append(out, s.Col)
-	}
-	return strings.Join(out, ", ")
-}
 
 // vacuumPendingSQL clears the pending tables of the rows folds deleted. Autovacuum looks at a
 // database about once a minute, and a minute of backfill leaves hundreds of megabytes of dead rows

@@ -101,15 +101,6 @@ var attemptCols = []column{
 	{"provider_request_id", "text"}, {"metadata", "jsonb"},
 }
 
-// copyCols are the attemptCols names, the column list of the fast path's COPY.
-var copyCols = func() []string {
-	var cols []string
-	for _, c := range attemptCols {
-		cols = append(cols, c.col)
-	}
-	return cols
-}()
-
 // SQLSTATEs the writer tells apart: a COPY fails with uniqueViolation when a record is already
 // stored; a fold fails with lockNotAvailable when another fold holds the lock past lock_timeout.
 const (
@@ -183,34 +174,6 @@ var (
 		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
 		{"prompt_hash", "text"}}
 )
-
-// The fast path's pending inserts: groups summed in Go (see sums.go), sent as arrays (keys, then
-// one int8 array per sum column, then the latency histograms as text). Built once, at start-up.
-var (
-	pendingRollupSQL = buildPendingSQL("pending_rollup_hourly", pendingKeyCols, RollupSums, true)
-	pendingCacheSQL  = buildPendingSQL("pending_cache", cacheKeyCols, CacheSums, false)
-)
-
-func buildPendingSQL(table string, key []column, sums []Sum, hist bool) string {
-	var cols, params, sel []string
-	for _, k := range key {
-		cols = append(cols, k.col)
-		params = append(params, fmt.Sprintf("$%d::%s[]", len(params)+1, k.typ))
-		sel = append(sel, k.col)
-	}
-	for _, s := range sums {
-		cols = append(cols, s.Col)
-		params = append(params, fmt.Sprintf("$%d::int8[]", len(params)+1))
-		sel = append(sel, s.Col)
-	}
-	if hist {
-		cols = append(cols, "latency_hist")
-		params = append(params, fmt.Sprintf("$%d::text[]", len(params)+1))
-		sel = append(sel, "latency_hist::int8[]")
-	}
-	return fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM unnest(%s) AS t(%s)`,
-		table, strings.Join(cols, ", "), strings.Join(sel, ", "), strings.Join(params, ", "), strings.Join(cols, ", "))
-}
 
 // cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their
 // rollup_cache_hourly rows (see migration 00005): src yields the new attempts' cache groups, as

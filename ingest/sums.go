@@ -3,11 +3,8 @@ package ingest
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 )
 
 // The fast path sums the rollups of a batch in Go. Every column of RollupSums and CacheSums is a
@@ -106,21 +103,6 @@ func (h *hist) add(bucket int) {
 	h.counts[bucket-h.lo]++
 }
 
-// text renders the histogram as an int8[] literal whose lower bound is its first bucket, such as
-// '[37:40]={1,0,2,5}'.
-func (h *hist) text() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "[%d:%d]={", h.lo, h.lo+len(h.counts)-1)
-	for i, c := range h.counts {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(strconv.FormatInt(c, 10))
-	}
-	sb.WriteByte('}')
-	return sb.String()
-}
-
 // groupKey identifies one pending rollup row: bucket is the Unix second of the UTC hour; day, of
 // the local date at UTC midnight, is set for the hourly rows (the fold sums them into the daily
 // rollups by it); status and class are empty for the cache groups, and hash only set there.
@@ -167,43 +149,11 @@ func (g *groups) add(k groupKey, contrib []int64, bucket int) {
 	}
 }
 
-// args returns the arrays a pending insert of buildPendingSQL takes: keys in the order of
-// pendingKeyCols (hist, the hourly rows) or cacheKeyCols, sums, histograms. Buckets and days go as
-// UTC times, which PostgreSQL reads as the hour (timestamptz) or the date.
-func (g *groups) args(hist bool) []any {
-	n := len(g.keys)
-	project, buckets, series, fallback := make([]int64, n), make([]time.Time, n), make([]int64, n), make([]bool, n)
-	days, status, class, hash := make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, k := range g.keys {
-		project[i], buckets[i], series[i], fallback[i] = k.project, time.Unix(k.bucket, 0).UTC(), k.series, k.fallback
-		days[i], status[i], class[i], hash[i] = time.Unix(k.day, 0).UTC(), k.status, k.class, k.hash
-	}
-	args := []any{project, buckets, series, fallback, hash}
-	if hist {
-		args = []any{project, buckets, series, fallback, status, class, days}
-	}
-	for c := range g.width {
-		col := make([]int64, n)
-		for i := range g.vals {
-			col[i] = g.vals[i].sums[c]
-		}
-		args = append(args, col)
-	}
-	if hist {
-		h := make([]string, n)
-		for i := range g.vals {
-			h[i] = g.vals[i].hist.text()
-		}
-		args = append(args, h)
-	}
-	return args
-}
-
-// rollupBatch sums a batch (all rows new) into pending rollup rows, per UTC hour and local day, and
-// per cache group, and queues their inserts. Days are local dates in tz: Go's t.In(tz) date equals
-// PostgreSQL's (t AT TIME ZONE tz)::date for the same zone rules.
-func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
-	hourly, cache := newGroups(len(rollupFuncs)), newGroups(len(cacheFuncs))
+// rollupGroups sums a batch (all rows new) into pending rollup rows, per UTC hour and local day,
+// and into cache groups. Days are local dates in tz: Go's t.In(tz) date equals PostgreSQL's
+// (t AT TIME ZONE tz)::date for the same zone rules.
+func rollupGroups(b *batch, tz *time.Location) (hourly, cache *groups) {
+	hourly, cache = newGroups(len(rollupFuncs)), newGroups(len(cacheFuncs))
 	// A row's contributions and latency bucket are worked out once, then added to its groups.
 	rc, cc := make([]int64, len(rollupFuncs)), make([]int64, len(cacheFuncs))
 	for i := range b.n {
@@ -227,10 +177,5 @@ func rollupBatch(b *batch, tz *time.Location) *pgx.Batch {
 			cache.add(ck, cc, -1)
 		}
 	}
-	q := &pgx.Batch{}
-	q.Queue(pendingRollupSQL, hourly.args(true)...)
-	if len(cache.keys) > 0 {
-		q.Queue(pendingCacheSQL, cache.args(false)...)
-	}
-	return q
+	return hourly, cache
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"testing"
@@ -42,10 +43,15 @@ func TestLatencyBucketMatchesSQL(t *testing.T) {
 	}
 }
 
-// TestHistText checks the histogram literal against SQL's hist_agg over the same latencies.
-func TestHistText(t *testing.T) {
+// TestHistCopy checks the histogram as the fast path COPYs it against SQL's hist_agg over the same
+// latencies.
+func TestHistCopy(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	pool := dbtest.New(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE copied (h int8[])`); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		ms   []int32
@@ -62,11 +68,26 @@ func TestHistText(t *testing.T) {
 		for _, v := range c.ms {
 			h.add(latencyBucket(v))
 		}
-		var sql string
-		if err := pool.QueryRow(context.Background(), `SELECT hist_agg(latency_bucket(ms))::text FROM unnest($1::int4[]) AS t(ms)`, c.ms).Scan(&sql); err != nil {
+		var sql, got string
+		if err := pool.QueryRow(ctx, `SELECT hist_agg(latency_bucket(ms))::text FROM unnest($1::int4[]) AS t(ms)`, c.ms).Scan(&sql); err != nil {
 			t.Fatal(err)
 		}
-		if got := h.text(); got != c.want || sql != c.want {
+		buf := newCopyBuf(64)
+		buf.row(1)
+		buf.hist(&h)
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(buf.end()), `COPY copied FROM STDIN (FORMAT binary)`)
+		conn.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pool.QueryRow(ctx, `DELETE FROM copied RETURNING h::text`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want || sql != c.want {
 			t.Errorf("%s: Go %s, SQL %s, want %s", c.name, got, sql, c.want)
 		}
 	}

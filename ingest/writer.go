@@ -14,7 +14,6 @@
 package ingest
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -523,37 +522,28 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 	return w.insertExact(ctx, b, first)
 }
 
-// insertFast COPYs a batch into attempts and adds its rollups summed in Go, in one transaction of
-// two round trips: BEGIN with the COPY, then the pending inserts with COMMIT. It reports false,
-// having written nothing, when a record is already stored: COPY then fails on the identity index,
-// and the batch must take the exact path.
+// insertFast COPYs a batch into attempts, and its rollups summed in Go into the pending tables, in
+// one transaction and one round trip (copyCommit). It reports false, having written nothing, when a
+// record is already stored: COPY then fails on the identity index, and the batch must take the
+// exact path.
 func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err error) {
+	hourly, cache := rollupGroups(b, w.opt.Timezone)
+	copies := []copyIn{{copySQL, b.copyData()}, {pendingRollupCopySQL, hourly.copyData(true)}}
+	if len(cache.keys) > 0 {
+		copies = append(copies, copyIn{pendingCacheCopySQL, cache.copyData(false)})
+	}
 	conn, err := w.st.Pool.Acquire(ctx)
 	if err != nil {
 		return false, fmt.Errorf("acquire connection: %w", err)
 	}
-	// Release closes a connection left inside a transaction; one whose transaction failed is
-	// rolled back first, to be used again.
+	// Release closes a connection it gets back inside a transaction.
 	defer conn.Release()
-	pg := conn.Conn().PgConn()
-	defer func() {
-		if err != nil || !stored {
-			if st := pg.TxStatus(); st == 'T' || st == 'E' {
-				_ = pg.Exec(ctx, "ROLLBACK").Close()
-			}
-		}
-	}()
-	if _, err := pg.CopyFrom(ctx, bytes.NewReader(b.copyData()), "BEGIN; "+copySQL); err != nil {
+	if err := copyCommit(ctx, conn.Conn().PgConn(), copies); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
 			return false, nil
 		}
-		return false, fmt.Errorf("copy attempts: %w", err)
-	}
-	q := rollupBatch(b, w.opt.Timezone)
-	q.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, q).Close(); err != nil {
-		return false, fmt.Errorf("insert pending rollups and commit: %w", err)
+		return false, fmt.Errorf("copy attempts and pending rollups: %w", err)
 	}
 	return true, nil
 }
