@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
 )
 
 // The fast path sums the rollups of a batch in Go. Every column of RollupSums and CacheSums is a
@@ -117,10 +116,9 @@ type group struct {
 	hist hist
 }
 
-// groups sums a batch's rows into the rows of one rollup table, in first-seen order.
+// groups sums a batch's rows into the rows of one pending table, in first-seen order.
 type groups struct {
 	width int // sum columns
-	kept  int // series columns kept, in a narrow rollup
 	index map[groupKey]int
 	keys  []groupKey
 	vals  []group

@@ -5,8 +5,8 @@
 // (Sync).
 //
 // A commit takes one of two paths. The fast path COPYs the batch straight into attempts and, in the
-// same transaction, inserts the batch's rollup deltas, summed in Go (sums.go, a twin of RollupSums
-// and CacheSums), with one insert per pending table sent in one round trip. It succeeds whenever
+// same transaction and round trip (copyCommit), COPYs the batch's rollup deltas, summed in Go
+// (sums.go, a twin of RollupSums and CacheSums), into the pending tables. It succeeds whenever
 // every record is new, which is nearly always: duplicates within the batch are removed beforehand.
 // When a record was already stored (a redelivery), the COPY fails on the identity index, the
 // transaction is rolled back, and the batch takes the exact path: insertSQL, one statement that
@@ -62,7 +62,7 @@ type PriceFunc func(a *schema.Attempt) Costing
 type Options struct {
 	MaxBatch     int            // records per commit at most (5,000)
 	QueueLimit   int            // records waiting at most before Submit refuses (50,000)
-	Flushers     int            // commits running at once (2: one COPYs while the other commits)
+	Flushers     int            // commits running at once (2: one prepares its batch while the other commits)
 	FlushTimeout time.Duration  // bound on one commit (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
@@ -586,7 +586,6 @@ type batch struct {
 	cost, nocache, clientCost              []*int64
 	attemptID, requestID                   []string
 	promptHash, providerReq, metadata      []*string
-	seriesKey                              []store.SeriesKey // not stored: what the narrow rollups keep
 }
 
 // columns turns rows into a batch.
@@ -605,13 +604,11 @@ func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[stri
 		cost: make([]*int64, n), nocache: make([]*int64, n), clientCost: make([]*int64, n),
 		attemptID: make([]string, n), requestID: make([]string, n),
 		promptHash: make([]*string, n), providerReq: make([]*string, n), metadata: make([]*string, n),
-		seriesKey: make([]store.SeriesKey, n),
 	}
 	for i, r := range rows {
 		a := &r.a
 		b.project[i] = r.key.project
 		b.series[i] = seriesIDs[r.series]
-		b.seriesKey[i] = r.series
 		b.started[i] = a.StartedAt
 		b.attemptNo[i] = int32(a.AttemptNo)
 		b.latency[i] = int32(a.LatencyMS)
