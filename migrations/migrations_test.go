@@ -211,3 +211,72 @@ func TestPendingTablesMatchRollups(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePendingRollupFold checks that migration 9 folds the deltas pending in the five old tables
+// into their rollups before it drops four of them, and that migrating down folds those pending in
+// the new layout into all five rollups, the narrow ones through the series' columns.
+func TestOnePendingRollupFold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	downTo(t, pool, 8)
+	var series int64
+	if err := pool.QueryRow(ctx, `INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
+		VALUES (1, 't', 'svc', 'op', 'anthropic', 'm', '') RETURNING id`).Scan(&series); err != nil {
+		t.Fatal(err)
+	}
+	// sums lists every summed column, and values fills each with n.
+	sums := `attempts, requests, input_tokens, output_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens,
+		reasoning_tokens, cache_write_calls, cache_read_calls, cost_nanos, nocache_cost_nanos, unpriced_attempts,
+		client_cost_nanos, cost_mismatch_attempts, latency_sum_ms, latency_hist`
+	values := `n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, ARRAY[n]::int8[]`
+	for _, q := range []string{
+		// The hourly delta twice (they add up) and a rollup row it adds to.
+		`INSERT INTO rollup_hourly (project_id, bucket, series_id, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05 10:00Z', $1, false, 'ok', 'none', ` + values + ` FROM (VALUES (5)) v(n)`,
+		`INSERT INTO pending_rollup_hourly (project_id, bucket, series_id, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05 10:00Z', $1, false, 'ok', 'none', ` + values + ` FROM (VALUES (1), (2)) v(n)`,
+		`INSERT INTO pending_rollup_daily (project_id, bucket, series_id, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05', $1, false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n)`,
+		`INSERT INTO pending_rollup_daily_model (project_id, bucket, provider, model, fallback_from, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05', 'anthropic', 'm', '', false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n) WHERE $1 > 0`,
+		`INSERT INTO pending_rollup_daily_service (project_id, bucket, service, operation, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05', 'svc', 'op', false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n) WHERE $1 > 0`,
+		`INSERT INTO pending_rollup_daily_tenant (project_id, bucket, tenant, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05', 't', false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n) WHERE $1 > 0`,
+	} {
+		if _, err := pool.Exec(ctx, q, series); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func() string {
+		t.Helper()
+		var s string
+		if err := pool.QueryRow(ctx, `SELECT concat_ws(' ',
+			(SELECT string_agg(attempts || ':' || cost_nanos || ':' || latency_hist::text, ',') FROM rollup_hourly),
+			(SELECT string_agg(attempts || ':' || latency_hist::text, ',') FROM rollup_daily),
+			(SELECT string_agg(attempts::text, ',') FROM rollup_daily_model),
+			(SELECT string_agg(attempts::text, ',') FROM rollup_daily_service),
+			(SELECT string_agg(attempts::text, ',') FROM rollup_daily_tenant),
+			(SELECT count(*) FROM pending_rollup_hourly))`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(), "8:8:{8} 3:{3} 3 3 3 0"; got != want {
+		t.Errorf("after migration 9: %s, want %s", got, want)
+	}
+	// Two hours of one local day, pending in the new layout, then migration 9 undone.
+	if _, err := pool.Exec(ctx, `INSERT INTO pending_rollup_hourly (project_id, bucket, series_id, fallback, status, error_class, day, `+sums+`)
+		SELECT 1, b::timestamptz, $1, false, 'ok', 'none', '2026-10-05', `+values+`
+		FROM (VALUES ('2026-10-05 10:00Z', 1), ('2026-10-05 11:00Z', 1)) v(b, n)`, series); err != nil {
+		t.Fatal(err)
+	}
+	downTo(t, pool, 8)
+	if got, want := counts(), "9:9:{9},1:1:{1} 5:{5} 5 5 5 0"; got != want {
+		t.Errorf("after undoing migration 9: %s, want %s", got, want)
+	}
+}
