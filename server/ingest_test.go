@@ -63,6 +63,21 @@ func newFixtureWith(t *testing.T, opt server.Options) *fixture {
 	return &fixture{srv: hs, st: st, writer: w, keyA: keyA, keyB: keyB}
 }
 
+// metrics returns the server's /metrics page.
+func (f *fixture) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(f.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
 func (f *fixture) post(t *testing.T, key, ctype, encoding string, body []byte) (int, http.Header, server.IngestResponse) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/attempts", bytes.NewReader(body))
@@ -215,24 +230,25 @@ func TestSlowBody(t *testing.T) {
 // project holding one is refused a second, while another project still gets in.
 func TestProjectFairness(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, server.Options{MaxInFlight: 2, BodyTimeout: 10 * time.Second})
+	f := newFixtureWith(t, server.Options{MaxInFlight: 2, BodyTimeout: time.Minute})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// Project A's first request holds its slot: its body never finishes arriving.
+	// Project A's first request holds its slot: its body never finishes arriving. Nothing else
+	// is sent until it is admitted; another request of A's in flight meanwhile would have it
+	// refused instead.
 	fmt.Fprintf(conn, "POST /v1/attempts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n[{", f.keyA)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		status, hdr, _ := f.post(t, f.keyA, "", "", []byte(record("fa1")))
-		if status == http.StatusServiceUnavailable && hdr.Get("Retry-After") != "" {
-			break // the slow request is in flight now
-		}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(f.metrics(t), "\nledgerd_ingest_requests_in_flight 1\n"); {
 		if time.Now().After(deadline) {
-			t.Fatalf("project A's second request got %d, want 503 while its first is in flight", status)
+			t.Fatal("project A's slow request was not admitted within 30 s")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status, hdr, _ := f.post(t, f.keyA, "", "", []byte(record("fa1"))); status != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
+		t.Fatalf("project A's second request got %d (Retry-After %q), want 503 with Retry-After while its first is in flight",
+			status, hdr.Get("Retry-After"))
 	}
 	if status, _, resp := f.post(t, f.keyB, "", "", []byte(record("fb1"))); status != http.StatusOK || resp.Accepted != 1 {
 		t.Fatalf("project B got %d (%+v), want 200", status, resp)

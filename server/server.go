@@ -101,6 +101,9 @@ func New(opt Options) *Server {
 				Help: "Ingest requests answered 503 because too many were in flight."}),
 		},
 	}
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_ingest_requests_in_flight",
+		Help: "Ingest requests admitted and not yet answered (at most MaxInFlight)."},
+		func() float64 { return float64(len(s.inflight)) })
 	e := s.Echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
