@@ -21,9 +21,9 @@ import (
 const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 
 // foldSQL moves the pending deltas into the rollups, in two statements. The first deletes the
-// hourly rows it sees, sums them per hour and local day, and adds those sums to rollup_hourly, to
-// rollup_daily and, through each series' columns, to the narrow daily rollups; it returns how many
-// rollup rows it wrote. The second folds the cache groups. Every upsert goes in key order, as every
+// hourly rows it sees, sums them per hour and local day, and adds those sums to rollup_hourly, and
+// their sums per day to rollup_daily and, through each series' columns, to the narrow daily
+// rollups; it returns how many rollup rows it wrote. The second folds the cache groups. Every upsert goes in key order, as every
 // fold locks rows in it.
 var foldSQL = func() [2]string {
 	var sums, sumsAs, set []string
@@ -32,28 +32,34 @@ var foldSQL = func() [2]string {
 		sumsAs = append(sumsAs, fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col))
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
-	// upsert adds a's sums to table, grouped by the select list keySel (the table's key columns
-	// key, in order).
-	upsert := func(table string, key, keySel []string, from string) string {
+	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
+	// table's key columns key, in order) unless each row of from is already one key's.
+	upsert := func(table string, key, keySel []string, from string, grouped bool) string {
 		var group []string
 		for i := range key {
 			group = append(group, fmt.Sprint(i+1))
 		}
+		vals, hist, groupBy := strings.Join(sums, ", "), "hist_sum(a.latency_hist)", " GROUP BY "+strings.Join(group, ", ")
+		if grouped {
+			vals, hist, groupBy = strings.Join(prefixed("a.", sumCols(RollupSums)), ", "), "a.latency_hist", ""
+		}
 		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
-		SELECT %[4]s, %[5]s, hist_sum(a.latency_hist) FROM %[6]s GROUP BY %[7]s ORDER BY %[7]s
-		ON CONFLICT (%[2]s) DO UPDATE SET %[8]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
+		SELECT %[4]s, %[5]s, %[6]s FROM %[7]s%[8]s ORDER BY %[9]s
+		ON CONFLICT (%[2]s) DO UPDATE SET %[10]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
 		RETURNING 1`,
-			table, strings.Join(key, ", "), strings.Join(sumCols(RollupSums), ", "), strings.Join(keySel, ", "), strings.Join(sums, ", "),
-			from, strings.Join(group, ", "), strings.Join(set, ", "))
+			table, strings.Join(key, ", "), strings.Join(sumCols(RollupSums), ", "), strings.Join(keySel, ", "), vals, hist,
+			from, groupBy, strings.Join(group, ", "), strings.Join(set, ", "))
 	}
 	rollupKey := []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
+	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
+	// summed from b, so a day's histogram is merged once, not once per rollup.
 	steps := []string{
-		upsert("rollup_hourly", rollupKey, prefixed("a.", rollupKey), "a"),
-		upsert("rollup_daily", rollupKey, []string{"a.project_id", "a.day", "a.series_id", "a.fallback", "a.status", "a.error_class"}, "a"),
+		upsert("rollup_hourly", rollupKey, prefixed("a.", rollupKey), "a", false),
+		upsert("rollup_daily", rollupKey, prefixed("a.", rollupKey), "b a", true),
 	}
 	for _, d := range DailyBy {
-		keySel := append(append([]string{"a.project_id", "a.day"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
-		steps = append(steps, upsert(d.Table, d.Key(), keySel, "a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"))
+		keySel := append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
+		steps = append(steps, upsert(d.Table, d.Key(), keySel, "b a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id", false))
 	}
 	var ctes, counts []string
 	for i, st := range steps {
@@ -66,6 +72,8 @@ var foldSQL = func() [2]string {
 	}
 	rollups := fmt.Sprintf(`WITH d AS (DELETE FROM pending_rollup_hourly RETURNING *),
 	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM d GROUP BY %[1]s),
+	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
+		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
 	%[3]s
 	SELECT %[4]s`, strings.Join(keys, ", "), strings.Join(sumsAs, ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "))

@@ -115,6 +115,36 @@ func TestHistMerge(t *testing.T) {
 	}
 }
 
+// TestHistSum checks the hist_sum aggregate (strict since migration 10): NULLs are skipped, a lone
+// histogram is the sum as it is, and several merge whatever their bounds.
+func TestHistSum(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	cases := []struct {
+		hists []string // "" for NULL
+		want  string   // "" for NULL
+	}{
+		{[]string{"[3:4]={1,2}"}, "[3:4]={1,2}"},
+		{[]string{"", "[3:4]={1,2}", ""}, "[3:4]={1,2}"},
+		{[]string{"[3:4]={1,2}", "", "[4:5]={1,1}", "[0:0]={7}"}, "[0:5]={7,0,0,1,3,1}"},
+		{[]string{"", ""}, ""},
+		{nil, ""},
+	}
+	for _, c := range cases {
+		var got *string
+		if err := pool.QueryRow(context.Background(), `SELECT hist_sum(nullif(h, '')::int8[])::text FROM unnest($1::text[]) AS t(h)`,
+			c.hists).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if g := ""; (got == nil) != (c.want == "") || (got != nil && *got != c.want) {
+			if got != nil {
+				g = *got
+			}
+			t.Errorf("hist_sum(%q) = %q, want %q", c.hists, g, c.want)
+		}
+	}
+}
+
 // downTo rolls a migrated database back to version v.
 func downTo(t *testing.T, pool *pgxpool.Pool, v int64) {
 	t.Helper()
