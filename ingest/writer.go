@@ -62,7 +62,7 @@ type PriceFunc func(a *schema.Attempt) Costing
 type Options struct {
 	MaxBatch     int            // records per commit at most (5,000)
 	QueueLimit   int            // records waiting at most before Submit refuses (50,000)
-	Flushers     int            // commits running at once (2: one prepares its batch while the other commits)
+	Flushers     int            // commits running at once (2; a second starts only with MaxBatch/10 records or more)
 	FlushTimeout time.Duration  // bound on one commit (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
