@@ -53,25 +53,31 @@ const pgEpochMicros = 946_684_800_000_000
 // 1 followed by the JSON text, as PostgreSQL's binary receive functions read them.
 type copyBuf struct{ b []byte }
 
-var be = binary.BigEndian
+var bigEndian = binary.BigEndian
 
 func newCopyBuf(size int) *copyBuf {
 	c := &copyBuf{b: make([]byte, 0, size)}
 	c.b = append(c.b, "PGCOPY\n\xff\r\n\x00"...)
-	c.b = be.AppendUint32(c.b, 0) // flags
-	c.b = be.AppendUint32(c.b, 0) // header extension length
+	c.b = bigEndian.AppendUint32(c.b, 0) // flags
+	c.b = bigEndian.AppendUint32(c.b, 0) // header extension length
 	return c
 }
 
-func (c *copyBuf) row(fields int) { c.b = be.AppendUint16(c.b, uint16(fields)) }
-func (c *copyBuf) i8(v int64)     { c.b = be.AppendUint64(be.AppendUint32(c.b, 8), uint64(v)) }
-func (c *copyBuf) i4(v int32)     { c.b = be.AppendUint32(be.AppendUint32(c.b, 4), uint32(v)) }
-func (c *copyBuf) i2(v int16)     { c.b = be.AppendUint16(be.AppendUint32(c.b, 2), uint16(v)) }
-func (c *copyBuf) null()          { c.b = be.AppendUint32(c.b, 0xffffffff) }
-func (c *copyBuf) text(s string)  { c.b = append(be.AppendUint32(c.b, uint32(len(s))), s...) }
+func (c *copyBuf) row(fields int) { c.b = bigEndian.AppendUint16(c.b, uint16(fields)) }
+func (c *copyBuf) i8(v int64) {
+	c.b = bigEndian.AppendUint64(bigEndian.AppendUint32(c.b, 8), uint64(v))
+}
+func (c *copyBuf) i4(v int32) {
+	c.b = bigEndian.AppendUint32(bigEndian.AppendUint32(c.b, 4), uint32(v))
+}
+func (c *copyBuf) i2(v int16) {
+	c.b = bigEndian.AppendUint16(bigEndian.AppendUint32(c.b, 2), uint16(v))
+}
+func (c *copyBuf) null()         { c.b = bigEndian.AppendUint32(c.b, 0xffffffff) }
+func (c *copyBuf) text(s string) { c.b = append(bigEndian.AppendUint32(c.b, uint32(len(s))), s...) }
 
 func (c *copyBuf) boolean(v bool) {
-	c.b = be.AppendUint32(c.b, 1)
+	c.b = bigEndian.AppendUint32(c.b, 1)
 	if v {
 		c.b = append(c.b, 1)
 	} else {
@@ -88,18 +94,18 @@ func (c *copyBuf) date(unix int64)            { c.i4(int32((unix - pgEpochMicros
 // bucket.
 func (c *copyBuf) hist(h *hist) {
 	const int8OID = 20
-	c.b = be.AppendUint32(c.b, uint32(20+12*len(h.counts)))
-	c.b = be.AppendUint32(c.b, 1) // dimensions
-	c.b = be.AppendUint32(c.b, 0) // no NULLs
-	c.b = be.AppendUint32(c.b, int8OID)
-	c.b = be.AppendUint32(c.b, uint32(len(h.counts)))
-	c.b = be.AppendUint32(c.b, uint32(int32(h.lo)))
+	c.b = bigEndian.AppendUint32(c.b, uint32(20+12*len(h.counts)))
+	c.b = bigEndian.AppendUint32(c.b, 1) // dimensions
+	c.b = bigEndian.AppendUint32(c.b, 0) // no NULLs
+	c.b = bigEndian.AppendUint32(c.b, int8OID)
+	c.b = bigEndian.AppendUint32(c.b, uint32(len(h.counts)))
+	c.b = bigEndian.AppendUint32(c.b, uint32(int32(h.lo)))
 	for _, n := range h.counts {
 		c.i8(n)
 	}
 }
 
-func (c *copyBuf) end() []byte { return be.AppendUint16(c.b, 0xffff) }
+func (c *copyBuf) end() []byte { return bigEndian.AppendUint16(c.b, 0xffff) }
 
 // copyData returns the batch as binary COPY data for copySQL.
 func (b *batch) copyData() []byte {
@@ -147,7 +153,7 @@ func (b *batch) copyData() []byte {
 			}
 		}
 		if v := b.metadata[i]; v != nil {
-			c.b = append(be.AppendUint32(c.b, uint32(len(*v)+1)), 1)
+			c.b = append(bigEndian.AppendUint32(c.b, uint32(len(*v)+1)), 1)
 			c.b = append(c.b, *v...)
 		} else {
 			c.null()

@@ -23,8 +23,8 @@ const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 // foldSQL moves the pending deltas into the rollups, in two statements. The first deletes the
 // hourly rows it sees, sums them per hour and local day, and adds those sums to rollup_hourly, and
 // their sums per day to rollup_daily and, through each series' columns, to the narrow daily
-// rollups; it returns how many rollup rows it wrote. The second folds the cache groups. Every upsert goes in key order, as every
-// fold locks rows in it.
+// rollups; it returns how many rollup rows it wrote. The second folds the cache groups. Every
+// upsert goes in key order, as every fold locks rows in it.
 var foldSQL = func() [2]string {
 	var sums, sumsAs, set []string
 	for _, s := range RollupSums {
