@@ -9,12 +9,12 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/procfs"
 
 	"github.com/ledgerd/ledgerd/app"
 	"github.com/ledgerd/ledgerd/ingest"
@@ -252,21 +252,16 @@ func ingestCopy(b *testing.B, recs []schema.Attempt, price ingest.PriceFunc) (ti
 // softirq in /proc/stat; not idle, iowait or stolen by other guests) since boot.
 func busyCPU(b *testing.B) float64 {
 	b.Helper()
-	raw, err := os.ReadFile("/proc/stat")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		b.Fatalf("read CPU time: %v", err)
 	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 6, 7} {
-		v, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			b.Fatalf("read CPU time: %q: %v", line, err)
-		}
-		ticks += v
+	st, err := fs.Stat()
+	if err != nil {
+		b.Fatalf("read CPU time: %v", err)
 	}
-	return float64(ticks) / 100 // USER_HZ
+	c := st.CPUTotal
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ
 }
 
 // copyColumns are the attempts columns the writer fills.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,8 +22,8 @@ import (
 // cache groups summed in Go (see sums.go), keys first, then sums, then (hourly) the histogram.
 var (
 	copySQL              = copyStmt("attempts", colList(attemptCols))
-	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", append(colList(pendingKeyCols), append(sumCols(RollupSums), "latency_hist")...))
-	pendingCacheCopySQL  = copyStmt("pending_cache", append(colList(cacheKeyCols), sumCols(CacheSums)...))
+	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", slices.Concat(pendingKey, sumCols(RollupSums), []string{"latency_hist"}))
+	pendingCacheCopySQL  = copyStmt("pending_cache", slices.Concat(CacheKey, sumCols(CacheSums)))
 )
 
 func copyStmt(table string, cols []string) string {
@@ -163,14 +164,14 @@ func (b *batch) copyData() []byte {
 }
 
 // copyData returns the groups as binary COPY data for pendingRollupCopySQL (hist: the hourly rows,
-// keyed as pendingKeyCols) or pendingCacheCopySQL (keyed as cacheKeyCols).
+// keyed as pendingKey) or pendingCacheCopySQL (keyed as CacheKey).
 func (g *groups) copyData(hist bool) []byte {
 	c := newCopyBuf(64 + len(g.keys)*(200+12*g.width))
 	for i, k := range g.keys {
 		if hist {
-			c.row(len(pendingKeyCols) + g.width + 1)
+			c.row(len(pendingKey) + g.width + 1)
 		} else {
-			c.row(len(cacheKeyCols) + g.width)
+			c.row(len(CacheKey) + g.width)
 		}
 		c.i8(k.project)
 		c.timestamp(k.bucket * 1e6)
@@ -193,27 +194,19 @@ func (g *groups) copyData(hist bool) []byte {
 	return c.end()
 }
 
-// checkCopyLayout panics at start-up if attemptCols, pendingKeyCols or cacheKeyCols no longer has
-// the types the copyData methods write, in their order: the encoders and the column lists must
-// change together.
+// checkCopyLayout panics at start-up if attemptCols (whose types the exact path's arrays are cast
+// to) no longer has the types batch.copyData writes, in its order: the encoder and the column list
+// must change together.
 func checkCopyLayout() {
-	for _, l := range []struct {
-		cols []column
-		want []string
-	}{
-		{attemptCols, []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
-			"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
-			"text", "text", "text", "text", "jsonb"}},
-		{pendingKeyCols, []string{"int8", "timestamptz", "int8", "bool", "attempt_status", "error_class", "date"}},
-		{cacheKeyCols, []string{"int8", "timestamptz", "int8", "bool", "text"}},
-	} {
-		var got []string
-		for _, c := range l.cols {
-			got = append(got, c.typ)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(l.want) {
-			panic(fmt.Sprintf("ingest: columns of types %v, but copyData writes %v", got, l.want))
-		}
+	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
+		"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
+		"text", "text", "text", "text", "jsonb"}
+	var got []string
+	for _, c := range attemptCols {
+		got = append(got, c.typ)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		panic(fmt.Sprintf("ingest: attemptCols types %v, but copyData writes %v", got, want))
 	}
 }
 

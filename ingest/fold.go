@@ -26,12 +26,12 @@ const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 // rollups; it returns how many rollup rows it wrote. The second folds the cache groups. Every
 // upsert goes in key order, as every fold locks rows in it.
 var foldSQL = func() [2]string {
-	var sums, sumsAs, set []string
+	var sums, set []string
 	for _, s := range RollupSums {
 		sums = append(sums, fmt.Sprintf("sum8(a.%s)", s.Col))
-		sumsAs = append(sumsAs, fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col))
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
+	sumsAs := summedAs(RollupSums)
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
 	// table's key columns key, in order) unless each row of from is already one key's.
 	upsert := func(table string, key, keySel []string, from string, grouped bool) string {
@@ -50,12 +50,11 @@ var foldSQL = func() [2]string {
 			table, strings.Join(key, ", "), strings.Join(sumCols(RollupSums), ", "), strings.Join(keySel, ", "), vals, hist,
 			from, groupBy, strings.Join(group, ", "), strings.Join(set, ", "))
 	}
-	rollupKey := []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
 	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
 	// summed from b, so a day's histogram is merged once, not once per rollup.
 	steps := []string{
-		upsert("rollup_hourly", rollupKey, prefixed("a.", rollupKey), "a", false),
-		upsert("rollup_daily", rollupKey, prefixed("a.", rollupKey), "b a", true),
+		upsert("rollup_hourly", RollupKey, prefixed("a.", RollupKey), "a", false),
+		upsert("rollup_daily", RollupKey, prefixed("a.", RollupKey), "b a", true),
 	}
 	for _, d := range DailyBy {
 		keySel := append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
@@ -66,26 +65,27 @@ var foldSQL = func() [2]string {
 		ctes = append(ctes, fmt.Sprintf("u%d AS (%s)", i, st))
 		counts = append(counts, fmt.Sprintf("(SELECT count(*) FROM u%d)", i))
 	}
-	var keys []string
-	for _, k := range pendingKeyCols {
-		keys = append(keys, k.col)
-	}
 	rollups := fmt.Sprintf(`WITH d AS (DELETE FROM pending_rollup_hourly RETURNING *),
 	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM d GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
 	%[3]s
-	SELECT %[4]s`, strings.Join(keys, ", "), strings.Join(sumsAs, ", "), strings.Join(ctes, ",\n\t"),
+	SELECT %[4]s`, strings.Join(pendingKey, ", "), strings.Join(sumsAs, ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "))
 
-	var csums []string
-	for _, s := range CacheSums {
-		csums = append(csums, fmt.Sprintf("sum8(%s) AS %s", s.Col, s.Col))
-	}
-	src := fmt.Sprintf(`SELECT project_id, bucket, series_id, fallback, prompt_hash, %s FROM pend GROUP BY 1, 2, 3, 4, 5`,
-		strings.Join(csums, ", "))
+	src := fmt.Sprintf(`SELECT %s, %s FROM pend GROUP BY 1, 2, 3, 4, 5`,
+		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "))
 	return [2]string{rollups, "WITH pend AS (DELETE FROM pending_cache RETURNING *), " + cacheFoldCTEs(src) + " " + cacheFoldUpsert}
 }()
+
+// summedAs is each sum column summed into itself, as a fold's select list sums pending rows.
+func summedAs(sums []Sum) []string {
+	out := make([]string, len(sums))
+	for i, s := range sums {
+		out[i] = fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col)
+	}
+	return out
+}
 
 // vacuumPendingSQL clears the pending tables of the rows folds deleted. Autovacuum looks at a
 // database about once a minute, and a minute of backfill leaves hundreds of megabytes of dead rows

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -127,8 +128,8 @@ func buildInsertSQL() string {
 	// pending_rollup_hourly.
 	pending := func(keySel []string) string {
 		var cols, order, sel []string
-		for i, k := range pendingKeyCols {
-			cols = append(cols, k.col)
+		for i, k := range pendingKey {
+			cols = append(cols, k)
 			order = append(order, fmt.Sprint(i+1))
 		}
 		for _, s := range RollupSums {
@@ -164,16 +165,17 @@ func buildInsertSQL() string {
 		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "), strings.Join(ctes, ", "))
 }
 
-// Key columns of the pending rows, with the array type each is sent as: pending_rollup_hourly's
-// are rollup_hourly's key and the local day, pending_cache's rollup_cache_hourly's key.
+// RollupKey is the primary key of rollup_hourly and rollup_daily (bucket: the UTC hour, the local
+// date), CacheKey that of rollup_cache_hourly: the writer's pending rows and folds, and reprice's
+// deltas, are keyed by them.
 var (
-	pendingKeyCols = []column{
-		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
-		{"status", "attempt_status"}, {"error_class", "error_class"}, {"day", "date"}}
-	cacheKeyCols = []column{
-		{"project_id", "int8"}, {"bucket", "timestamptz"}, {"series_id", "int8"}, {"fallback", "bool"},
-		{"prompt_hash", "text"}}
+	RollupKey = []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
+	CacheKey  = []string{"project_id", "bucket", "series_id", "fallback", "prompt_hash"}
 )
+
+// pendingKey is the key of pending_rollup_hourly's rows: rollup_hourly's and the local day. The
+// pending rows are COPYed keyed as pendingKey and pending_cache's as CacheKey (groups.copyData).
+var pendingKey = slices.Concat(RollupKey, []string{"day"})
 
 // cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their
 // rollup_cache_hourly rows (see migration 00005): src yields the new attempts' cache groups, as

@@ -19,7 +19,7 @@
 // with one UPDATE ... FROM, and their rollup deltas are accumulated in temporary tables. The deltas
 // are added to the rollups only at the end, under the rollup fold lock (ingest.Fold), so the
 // writers' folds wait for the reprice only for the last moments of its transaction; the rows the
-// deltas touch are locked and counted first, and the reprice fails if one is missing.
+// deltas touch are counted first, and the reprice fails if one is missing.
 //
 // # Concurrency
 //
@@ -412,12 +412,12 @@ func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
 		return fmt.Errorf("reprice: %w", err)
 	}
 	for _, s := range applySQL {
-		var keys, locked int64
-		if err := tx.QueryRow(ctx, s.lock).Scan(&keys, &locked); err != nil {
-			return fmt.Errorf("reprice: lock %s: %w", s.table, err)
+		var keys, found int64
+		if err := tx.QueryRow(ctx, s.check).Scan(&keys, &found); err != nil {
+			return fmt.Errorf("reprice: check %s: %w", s.table, err)
 		}
-		if keys != locked {
-			return fmt.Errorf("reprice: %d of the %d %s rows to adjust do not exist: the rollups disagree with the raw attempts", keys-locked, keys, s.table)
+		if keys != found {
+			return fmt.Errorf("reprice: %d of the %d %s rows to adjust do not exist: the rollups disagree with the raw attempts", keys-found, keys, s.table)
 		}
 	}
 	// A rollup rebuild holds the fold lock, so none can commit from here on; one that committed

@@ -70,31 +70,26 @@ var rollupDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_att
 // cacheDeltaCols are the same for rollup_cache_hourly, from ingest.CacheSums.
 var cacheDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_attempts"}
 
-var (
-	rollupKey = []string{"project_id", "bucket", "series_id", "fallback", "status", "error_class"}
-	cacheKey  = []string{"project_id", "bucket", "series_id", "fallback", "prompt_hash"}
-)
-
 // chunkSQL writes the new costs of the chunk to attempts and adds, per rollup key, the difference
 // between the sums over the chunk's rows as they are now and as they were to the delta tables. $1
 // is the timezone of daily rollups. It returns the number of attempts updated.
 var chunkSQL = buildChunkSQL()
 
-// applySQL holds, per rollup table, the statement that locks the rows the accumulated deltas
-// touch, in key order, and the one that adds the deltas to them.
+// applySQL holds, per rollup table, the statement that counts the rows the accumulated deltas
+// touch, and the one that adds the deltas to them. No row needs locking: every other writer of
+// the rollups (the writers' folds, a rebuild) waits on the fold lock the reprice holds.
 var applySQL = append(append([]applyStmt{
-	buildApply("rollup_hourly", "reprice_hourly", rollupKey, rollupDeltaCols, applyOptions{}),
-	buildApply("rollup_daily", "reprice_daily", rollupKey, rollupDeltaCols, applyOptions{}),
+	buildApply("rollup_hourly", "reprice_hourly", ingest.RollupKey, rollupDeltaCols, applyOptions{}),
+	buildApply("rollup_daily", "reprice_daily", ingest.RollupKey, rollupDeltaCols, applyOptions{}),
 }, narrowApply()...), cacheApply...)
 
 // cacheApply are the cache statements of applySQL.
 var cacheApply = []applyStmt{
-	// Every hash the reprice touched is locked and counted, whatever its deltas add up to (no fold
-	// can move a single-use call between the empty-hash row and its hash's row meanwhile: the
-	// reprice holds the fold lock); the deltas go to the sums cache_prefixes keeps of a hash's only
-	// call.
-	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, applyOptions{lockAll: true, where: "r.calls = 1"}),
-	buildApply("rollup_cache_hourly", foldedCacheDeltas, cacheKey, cacheDeltaCols, applyOptions{}),
+	// Every hash the reprice touched is counted, whatever its deltas add up to (no fold can move a
+	// single-use call between the empty-hash row and its hash's row meanwhile: the reprice holds
+	// the fold lock); the deltas go to the sums cache_prefixes keeps of a hash's only call.
+	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, applyOptions{checkAll: true, where: "r.calls = 1"}),
+	buildApply("rollup_cache_hourly", foldedCacheDeltas, ingest.CacheKey, cacheDeltaCols, applyOptions{}),
 }
 
 // narrowApply are the statements of applySQL for the narrow daily rollups (ingest.DailyBy):
@@ -127,8 +122,8 @@ var foldedCacheDeltas = `(SELECT x.project_id, x.bucket, x.series_id, x.fallback
 
 type applyStmt struct {
 	table string
-	// lock returns the number of delta keys and the number of rollup rows locked for them.
-	lock string
+	// check returns the number of delta keys and the number of rollup rows that exist for them.
+	check string
 	// update returns the number of rollup rows updated.
 	update string
 }
@@ -169,7 +164,7 @@ func buildChunkSQL() string {
 	}
 	cache := fmt.Sprintf(`INSERT INTO reprice_cache (%s, %s)
 		SELECT %s, %s FROM v WHERE %s GROUP BY %s, dir`,
-		strings.Join(cacheKey, ", "), strings.Join(cacheDeltaCols, ", "),
+		strings.Join(ingest.CacheKey, ", "), strings.Join(cacheDeltaCols, ", "),
 		strings.Join(cacheGroup, ", "), strings.Join(csel, ", "), ingest.CacheWhere, strings.Join(cacheGroup, ", "))
 	return fmt.Sprintf(`WITH upd AS (
 		UPDATE attempts a SET cost_nanos = c.new_cost, nocache_cost_nanos = c.new_nocache, price_id = c.new_price_id
@@ -189,21 +184,21 @@ func buildChunkSQL() string {
 	), cache AS (%s
 	)
 	SELECT count(*) FROM upd`,
-		delta("reprice_hourly", ingest.HourBucketExpr, rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
-		delta("reprice_daily", "(started_at AT TIME ZONE $1)::date", rollupKey, rollupDeltaCols, ingest.RollupSums, ""),
+		delta("reprice_hourly", ingest.HourBucketExpr, ingest.RollupKey, rollupDeltaCols, ingest.RollupSums, ""),
+		delta("reprice_daily", "(started_at AT TIME ZONE $1)::date", ingest.RollupKey, rollupDeltaCols, ingest.RollupSums, ""),
 		cache)
 }
 
-// applyOptions adjust buildApply for cache_prefixes: lockAll locks the rows of every key with
+// applyOptions adjust buildApply for cache_prefixes: checkAll counts the rows of every key with
 // deltas, not only of those whose deltas do not cancel out; where, when set, limits the rows
 // updated.
 type applyOptions struct {
-	lockAll bool
-	where   string
+	checkAll bool
+	where    string
 }
 
 func buildApply(table, deltas string, key, cols []string, opt applyOptions) applyStmt {
-	var sums, nonzero, set, on, rkey []string
+	var sums, nonzero, set, on []string
 	for _, c := range cols {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8 AS %s", c, c))
 		nonzero = append(nonzero, fmt.Sprintf("sum(%s) <> 0", c))
@@ -211,14 +206,13 @@ func buildApply(table, deltas string, key, cols []string, opt applyOptions) appl
 	}
 	for _, k := range key {
 		on = append(on, fmt.Sprintf("r.%s = d.%s", k, k))
-		rkey = append(rkey, "r."+k)
 	}
 	// Keys whose deltas cancel out (only the price version changed) are left alone.
 	d := fmt.Sprintf(`SELECT %s, %s FROM %s GROUP BY %s HAVING %s`,
 		strings.Join(key, ", "), strings.Join(sums, ", "), deltas, strings.Join(key, ", "), strings.Join(nonzero, " OR "))
-	locked := d
-	if opt.lockAll {
-		locked = fmt.Sprintf(`SELECT DISTINCT %s FROM %s`, strings.Join(key, ", "), deltas)
+	checked := d
+	if opt.checkAll {
+		checked = fmt.Sprintf(`SELECT DISTINCT %s FROM %s`, strings.Join(key, ", "), deltas)
 	}
 	updated := strings.Join(on, " AND ")
 	if opt.where != "" {
@@ -226,10 +220,9 @@ func buildApply(table, deltas string, key, cols []string, opt applyOptions) appl
 	}
 	return applyStmt{
 		table: table,
-		lock: fmt.Sprintf(`WITH d AS (%s), l AS (
-			SELECT 1 FROM %s r JOIN d ON %s ORDER BY %s FOR UPDATE OF r
-		) SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM l)`,
-			locked, table, strings.Join(on, " AND "), strings.Join(rkey, ", ")),
+		check: fmt.Sprintf(`WITH d AS (%s)
+			SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM %s r JOIN d ON %s)`,
+			checked, table, strings.Join(on, " AND ")),
 		update: fmt.Sprintf(`WITH d AS (%s), u AS (
 			UPDATE %s r SET %s FROM d WHERE %s RETURNING 1
 		) SELECT count(*) FROM u`,
