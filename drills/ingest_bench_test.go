@@ -231,7 +231,7 @@ func ingestCopy(b *testing.B, recs []schema.Attempt, price ingest.PriceFunc) (ti
 	}
 	rows := make([][]any, len(recs))
 	for i := range recs {
-		rows[i] = copyRow(p.ID, &recs[i], times[i], series[keys[i]], costs[i], priceIDs)
+		rows[i] = copyRow(p.ID, &recs[i], times[i], series[i], costs[i], priceIDs)
 	}
 	runtime.GC() // the garbage of making rows collected outside the timing, as before the HTTP run
 	cpu0 := busyCPU(b)

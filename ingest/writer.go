@@ -449,8 +449,8 @@ func (w *Writer) commit(jobs []*job) {
 	for _, j := range jobs {
 		j.err = err
 		if err == nil {
-			for _, r := range j.rows {
-				if r.newHere {
+			for i := range j.rows {
+				if j.rows[i].newHere {
 					j.res.Accepted++
 				} else {
 					j.res.Duplicates++
@@ -475,33 +475,27 @@ func retryable(err error) bool {
 // flush inserts the first occurrence of every record in jobs, by the fast path or, when one was
 // already stored, the exact one, and marks which ones were new.
 func (w *Writer) flush(ctx context.Context, jobs []*job) error {
-	var (
-		first  = map[identity]*row{}
-		rows   []*row
-		times  []time.Time
-		keys   []store.SeriesKey
-		prices []store.PriceVersion
-	)
+	var rows []*row
 	for _, j := range jobs {
 		for i := range j.rows {
 			r := &j.rows[i]
 			r.newHere = false
-			if _, seen := first[r.key]; seen {
-				continue
-			}
-			first[r.key] = r
 			rows = append(rows, r)
 		}
 	}
 	// Records go in identity order, so two commits holding the same redelivered records wait for
-	// each other on the identity index in one order, instead of deadlocking.
-	slices.SortFunc(rows, func(a, b *row) int {
+	// each other on the identity index in one order, instead of deadlocking. The sort is stable and
+	// Compact keeps the first of equal identities: a record sent twice is stored as first sent.
+	slices.SortStableFunc(rows, func(a, b *row) int {
 		return cmp.Or(cmp.Compare(a.key.project, b.key.project), strings.Compare(a.key.attemptID, b.key.attemptID),
 			cmp.Compare(a.key.micros, b.key.micros))
 	})
-	for _, r := range rows {
-		times = append(times, r.a.StartedAt)
-		keys = append(keys, r.series)
+	rows = slices.CompactFunc(rows, func(a, b *row) bool { return a.key == b.key })
+	times := make([]time.Time, len(rows))
+	keys := make([]store.SeriesKey, len(rows))
+	var prices []store.PriceVersion
+	for i, r := range rows {
+		times[i], keys[i] = r.a.StartedAt, r.series
 		if r.cost.Priced {
 			prices = append(prices, r.cost.Version)
 		}
@@ -533,7 +527,7 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 		return nil
 	}
 	w.m.exactFlushes.Inc()
-	return w.insertExact(ctx, b, first)
+	return w.insertExact(ctx, b, rows)
 }
 
 // insertFast COPYs a batch into attempts, and its rollups summed in Go into the pending tables, in
@@ -564,7 +558,11 @@ func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err err
 
 // insertExact inserts a batch with insertSQL, which skips records already stored and counts only
 // the inserted ones into the rollups, and marks the rows it inserted.
-func (w *Writer) insertExact(ctx context.Context, b *batch, first map[identity]*row) error {
+func (w *Writer) insertExact(ctx context.Context, b *batch, rows []*row) error {
+	first := make(map[identity]*row, len(rows))
+	for _, r := range rows {
+		first[r.key] = r
+	}
 	res, err := w.st.Pool.Query(ctx, insertSQL, append(b.arrays(), w.opt.Timezone.String())...)
 	if err != nil {
 		return fmt.Errorf("insert attempts: %w", err)
@@ -602,9 +600,11 @@ type batch struct {
 	promptHash, providerReq, metadata      []*string
 }
 
-// columns turns rows into a batch.
-func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[string]int32) (*batch, error) {
+// columns turns rows into a batch; seriesIDs[i] is the series of rows[i]. The batch's optional
+// values point into rows and into one backing array per type, not into an allocation each.
+func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch, error) {
 	n := len(rows)
+	int64s, int32s, int16s := make([]int64, 3*n), make([]int32, 2*n), make([]int16, n)
 	b := &batch{n: n,
 		project: make([]int64, n), series: make([]int64, n),
 		started:   make([]time.Time, n),
@@ -622,7 +622,7 @@ func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[stri
 	for i, r := range rows {
 		a := &r.a
 		b.project[i] = r.key.project
-		b.series[i] = seriesIDs[r.series]
+		b.series[i] = seriesIDs[i]
 		b.started[i] = a.StartedAt
 		b.attemptNo[i] = int32(a.AttemptNo)
 		b.latency[i] = int32(a.LatencyMS)
@@ -633,26 +633,26 @@ func columns(rows []*row, seriesIDs map[store.SeriesKey]int64, priceIDs map[stri
 		}
 		b.fallback[i], b.batch[i] = a.Fallback, a.Batch
 		if a.HTTPStatus != 0 {
-			v := int16(a.HTTPStatus)
-			b.httpStatus[i] = &v
+			int16s[i] = int16(a.HTTPStatus)
+			b.httpStatus[i] = &int16s[i]
 		}
 		if a.RetryAfterMS != 0 {
-			v := int32(a.RetryAfterMS)
-			b.retryAfter[i] = &v
+			int32s[2*i] = int32(a.RetryAfterMS)
+			b.retryAfter[i] = &int32s[2*i]
 		}
 		b.input[i], b.output[i], b.cw[i], b.cw1h[i], b.cr[i], b.reasoning[i] = a.InputTokens, a.OutputTokens,
 			a.CacheWriteTokens, a.CacheWrite1hTokens, a.CacheReadTokens, a.ReasoningTokens
 		if r.cost.Priced {
-			c, nc, id := int64(r.cost.Cost), int64(r.cost.NoCache), priceIDs[r.cost.Version.Key]
-			b.cost[i], b.nocache[i], b.priceID[i] = &c, &nc, &id
+			int64s[3*i], int64s[3*i+1], int32s[2*i+1] = int64(r.cost.Cost), int64(r.cost.NoCache), priceIDs[r.cost.Version.Key]
+			b.cost[i], b.nocache[i], b.priceID[i] = &int64s[3*i], &int64s[3*i+1], &int32s[2*i+1]
 		}
 		if a.CostUSD != nil {
-			v := int64(*a.CostUSD)
-			b.clientCost[i] = &v
+			int64s[3*i+2] = int64(*a.CostUSD)
+			b.clientCost[i] = &int64s[3*i+2]
 		}
 		b.attemptID[i], b.requestID[i] = a.AttemptID, a.RequestID
-		b.promptHash[i] = optional(a.PromptHash)
-		b.providerReq[i] = optional(a.ProviderRequestID)
+		b.promptHash[i] = optional(&a.PromptHash)
+		b.providerReq[i] = optional(&a.ProviderRequestID)
 		if len(a.Metadata) > 0 {
 			raw, err := json.Marshal(a.Metadata)
 			if err != nil {
@@ -672,9 +672,10 @@ func (b *batch) arrays() []any {
 		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata}
 }
 
-func optional(s string) *string {
-	if s == "" {
+// optional is s, or nil (a NULL) when it is empty.
+func optional(s *string) *string {
+	if *s == "" {
 		return nil
 	}
-	return &s
+	return s
 }

@@ -61,6 +61,8 @@ func TestSubmitDuplicates(t *testing.T) {
 	at := time.Date(2026, 10, 3, 10, 15, 0, 123456789, time.UTC)
 	a := attempt("a1", at, 1, schema.StatusOK)
 	b := attempt("a2", at.Add(time.Minute), 2, schema.StatusError)
+	first, again := attempt("a5", at, 1, schema.StatusOK), attempt("a5", at, 1, schema.StatusOK)
+	first.LatencyMS, again.LatencyMS = 100, 999
 	cases := []struct {
 		name string
 		recs []schema.Attempt
@@ -70,6 +72,7 @@ func TestSubmitDuplicates(t *testing.T) {
 		{"same request twice", []schema.Attempt{a, a}, ingest.Result{Duplicates: 2}}, // already stored
 		{"new and old together", []schema.Attempt{attempt("a3", at, 1, schema.StatusOK), b}, ingest.Result{Accepted: 1, Duplicates: 1}},
 		{"twice within one request", []schema.Attempt{attempt("a4", at, 1, schema.StatusOK), attempt("a4", at, 1, schema.StatusOK)}, ingest.Result{Accepted: 1, Duplicates: 1}},
+		{"twice, sent differently", []schema.Attempt{first, again}, ingest.Result{Accepted: 1, Duplicates: 1}}, // the first is stored
 	}
 	for _, c := range cases {
 		got, err := w.Submit(ctx, p.ID, c.recs)
@@ -90,15 +93,22 @@ func TestSubmitDuplicates(t *testing.T) {
 	if err := st.Pool.QueryRow(ctx, `SELECT sum(attempts), sum(requests), sum(cost_nanos) FROM rollup_hourly`).Scan(&attempts, &requests, &cost); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 4 || attempts != 4 || requests != 3 || cost != 440 {
-		t.Errorf("rows %d, rollup attempts %d requests %d cost %d; want 4, 4, 3, 440", rows, attempts, requests, cost)
+	if rows != 5 || attempts != 5 || requests != 4 || cost != 550 {
+		t.Errorf("rows %d, rollup attempts %d requests %d cost %d; want 5, 5, 4, 550", rows, attempts, requests, cost)
+	}
+	var latency int64
+	if err := st.Pool.QueryRow(ctx, `SELECT latency_ms FROM attempts WHERE attempt_id = 'a5'`).Scan(&latency); err != nil {
+		t.Fatal(err)
+	}
+	if latency != first.LatencyMS {
+		t.Errorf("a5 stored with latency %d, want the first delivery's %d", latency, first.LatencyMS)
 	}
 	var daily int64
 	if err := st.Pool.QueryRow(ctx, `SELECT sum(attempts) FROM rollup_daily`).Scan(&daily); err != nil {
 		t.Fatal(err)
 	}
-	if daily != 4 {
-		t.Errorf("daily rollup attempts %d, want 4", daily)
+	if daily != 5 {
+		t.Errorf("daily rollup attempts %d, want 5", daily)
 	}
 }
 

@@ -19,23 +19,31 @@ type SeriesKey struct {
 	FallbackFrom string
 }
 
-// SeriesIDs returns the id of each key, creating the series that do not exist yet. Ids are cached
-// for the life of the process: a series never changes once written.
-func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) (map[SeriesKey]int64, error) {
-	out := make(map[SeriesKey]int64, len(keys))
-	var missing []SeriesKey
+// SeriesIDs returns the id of each key, in the order of keys, creating the series that do not exist
+// yet. Ids are cached for the life of the process: a series never changes once written, and a
+// commit of thousands of records then costs one cache lookup per record.
+func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error) {
+	ids := make([]int64, len(keys))
+	var unknown []int // indexes of keys not cached
 	s.mu.Lock()
-	for _, k := range keys {
+	for i, k := range keys {
 		if id, ok := s.series[k]; ok {
-			out[k] = id
-		} else if _, dup := out[k]; !dup {
-			out[k] = 0
-			missing = append(missing, k)
+			ids[i] = id
+		} else {
+			unknown = append(unknown, i)
 		}
 	}
 	s.mu.Unlock()
-	if len(missing) == 0 {
-		return out, nil
+	if len(unknown) == 0 {
+		return ids, nil
+	}
+	var missing []SeriesKey
+	seen := map[SeriesKey]bool{}
+	for _, i := range unknown {
+		if k := keys[i]; !seen[k] {
+			seen[k] = true
+			missing = append(missing, k)
+		}
 	}
 	batch := &pgx.Batch{}
 	for _, k := range missing {
@@ -49,19 +57,23 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) (map[SeriesKey]
 	}
 	br := s.Pool.SendBatch(ctx, batch)
 	defer br.Close()
-	ids := make([]int64, len(missing))
-	for i := range missing {
-		if err := br.QueryRow().Scan(&ids[i]); err != nil {
+	created := make(map[SeriesKey]int64, len(missing))
+	for _, k := range missing {
+		var id int64
+		if err := br.QueryRow().Scan(&id); err != nil {
 			return nil, fmt.Errorf("resolve series: %w", err)
 		}
+		created[k] = id
 	}
 	s.mu.Lock()
-	for i, k := range missing {
-		s.series[k] = ids[i]
-		out[k] = ids[i]
+	for k, id := range created {
+		s.series[k] = id
 	}
 	s.mu.Unlock()
-	return out, nil
+	for _, i := range unknown {
+		ids[i] = created[keys[i]]
+	}
+	return ids, nil
 }
 
 // PriceVersion identifies one price of one model from one date, as recorded beside each cost.

@@ -168,7 +168,7 @@ func copyRecords(ctx context.Context, st *store.Store, price ingest.PriceFunc, r
 	}
 	rows := make([][]any, len(recs))
 	for i := range recs {
-		if rows[i], err = values(&recs[i], series[keys[i]], prices); err != nil {
+		if rows[i], err = values(&recs[i], series[i], prices); err != nil {
 			return err
 		}
 	}
