@@ -1,6 +1,7 @@
 package drills
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,13 +9,17 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/procfs"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ledgerd/ledgerd/app"
 	"github.com/ledgerd/ledgerd/ingest"
@@ -48,6 +53,10 @@ func benchRecords(b *testing.B) int {
 // rollup delta into the rollups, so deferring that work cannot flatter the figure. "live" records
 // started in the last 15 minutes (what services send as they go); "week" spreads them over 7 days
 // (a backfill), which touches far more rollup rows.
+//
+// A third COPY, in commits of as many rows as the HTTP run's commits held on average, two at a
+// time like the writer's flushers, shows how much of the gap committing in groups alone costs
+// (commits/copy). With -benchtime Nx each figure is the median of N runs.
 func BenchmarkIngestVsCopy(b *testing.B) {
 	for _, shape := range []struct {
 		name string
@@ -70,7 +79,7 @@ func ingestVsCopy(b *testing.B, span time.Duration) {
 	// of the ledgerd in this process, as they would not in ledgerd's own.
 	records := func() []schema.Attempt {
 		g := synth.New(synth.Options{Seed: 31, Start: now.Add(-span), End: now})
-		var recs []schema.Attempt
+		recs := make([]schema.Attempt, 0, n+64)
 		for len(recs) < n {
 			recs = append(recs, g.Next()...)
 		}
@@ -87,31 +96,46 @@ func ingestVsCopy(b *testing.B, span time.Duration) {
 	}
 	recs = nil
 	runtime.GC()
-	var httpRate, foldedRate, copyRate, httpCPU, copyCPU float64
-	var copySpread float64
+	metrics := map[string][]float64{}
 	for b.Loop() {
 		// The COPY baseline runs before and after the HTTP run, and counts as their mean: on a
 		// shared machine one COPY alone moved by half from run to run.
-		before, cpuBefore := ingestCopy(b, records(), price)
+		before, cpuBefore := ingestCopy(b, records(), price, 0)
 		runtime.GC()
 		cpu0 := busyCPU(b)
-		acked, folded := ingestHTTP(b, bodies, posters, n)
+		acked, folded, perCommit := ingestHTTP(b, bodies, posters, n)
 		cpu1 := busyCPU(b)
-		httpRate, foldedRate = float64(n)/acked.Seconds(), float64(n)/folded.Seconds()
-		after, cpuAfter := ingestCopy(b, records(), price)
-		copyRate, httpCPU, copyCPU = 2*float64(n)/(before+after).Seconds(), cpu1-cpu0, (cpuBefore+cpuAfter)/2
-		copySpread = math.Abs((before - after).Seconds()) / ((before + after).Seconds() / 2)
+		commits, _ := ingestCopy(b, records(), price, perCommit)
+		after, cpuAfter := ingestCopy(b, records(), price, 0)
+		httpRate, foldedRate := float64(n)/acked.Seconds(), float64(n)/folded.Seconds()
+		copyRate := 2 * float64(n) / (before + after).Seconds()
+		for name, v := range map[string]float64{
+			"http_records/s": httpRate,
+			"copy_records/s": copyRate,
+			// How far the two COPYs differed, over their mean: the noise a ratio from this run carries.
+			"copy_spread": math.Abs((before - after).Seconds()) / ((before + after).Seconds() / 2),
+			"http/copy":   httpRate / copyRate,
+			"folded/copy": foldedRate / copyRate,
+			// The machine's CPU (all processes: ledgerd, its clients, PostgreSQL) per record, HTTP
+			// over COPY: steadier than the rates where other guests share the host, and what bounds
+			// the rate once the cores are busy.
+			"cpu_http/copy":  (cpu1 - cpu0) / ((cpuBefore + cpuAfter) / 2),
+			"commit_records": float64(perCommit),
+			"commits/copy":   float64(n) / commits.Seconds() / copyRate,
+			"http/commits":   httpRate / (float64(n) / commits.Seconds()),
+		} {
+			metrics[name] = append(metrics[name], v)
+		}
 	}
-	b.ReportMetric(httpRate, "http_records/s")
-	b.ReportMetric(copyRate, "copy_records/s")
-	// How far the two COPYs differed, over their mean: the noise a ratio from this run carries.
-	b.ReportMetric(copySpread, "copy_spread")
-	b.ReportMetric(httpRate/copyRate, "http/copy")
-	b.ReportMetric(foldedRate/copyRate, "folded/copy")
-	// The machine's CPU (all processes: ledgerd, its clients, PostgreSQL) per record, HTTP over
-	// COPY: steadier than the rates where other guests share the host, and what bounds the rate
-	// once the cores are busy.
-	b.ReportMetric(httpCPU/copyCPU, "cpu_http/copy")
+	for name, vs := range metrics {
+		b.ReportMetric(median(vs), name)
+	}
+}
+
+// median is the middle of vs (the mean of the two middle values when there are an even number).
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
 // benchApp starts ledgerd in this process on a fresh database with a project's API key.
@@ -128,8 +152,8 @@ func benchApp(b *testing.B) (base, key string, stop func()) {
 
 // ingestHTTP starts ledgerd in this process on a fresh database, posts the bodies from several
 // clients, and returns the time from the first post to the last acknowledgement, and to the end of
-// a read after it (which folds the rollup deltas still pending).
-func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, folded time.Duration) {
+// a read after it (which folds the rollup deltas still pending), and the mean records a commit.
+func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, folded time.Duration, perCommit int) {
 	b.Helper()
 	base, key, stop := benchApp(b)
 	defer stop()
@@ -185,14 +209,31 @@ func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, fol
 	if err != nil {
 		b.Fatalf("read after ingest: %v", err)
 	}
-	resp.Body.Close()
-	return acked, time.Since(start)
+	defer resp.Body.Close()
+	folded = time.Since(start)
+	var sum, count float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 {
+			switch f[0] {
+			case "ledgerd_writer_batch_records_sum":
+				sum, _ = strconv.ParseFloat(f[1], 64)
+			case "ledgerd_writer_batch_records_count":
+				count, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil || count == 0 {
+		b.Fatalf("read the writer's commits from /metrics: %v (%v commits)", err, count)
+	}
+	return acked, folded, int(math.Round(sum / count))
 }
 
 // ingestCopy prepares rows equivalent to the writer's (series and price ids resolved, costs
-// computed, partitions created) in a fresh database outside the timing, then times one COPY of all
-// of them into attempts, and returns its time and the machine's busy CPU seconds meanwhile.
-func ingestCopy(b *testing.B, recs []schema.Attempt, price ingest.PriceFunc) (time.Duration, float64) {
+// computed, partitions created) in a fresh database outside the timing, then times a COPY of all
+// of them into attempts, and returns its time and the machine's busy CPU seconds meanwhile. With
+// perCommit 0 it is one COPY; otherwise a COPY of perCommit rows a transaction, two at a time.
+func ingestCopy(b *testing.B, recs []schema.Attempt, price ingest.PriceFunc, perCommit int) (time.Duration, float64) {
 	b.Helper()
 	ctx := context.Background()
 	pool := connect(b, dbtest.NewURL(b))
@@ -236,14 +277,38 @@ func ingestCopy(b *testing.B, recs []schema.Attempt, price ingest.PriceFunc) (ti
 	runtime.GC() // the garbage of making rows collected outside the timing, as before the HTTP run
 	cpu0 := busyCPU(b)
 	start := time.Now()
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{"attempts"}, copyColumns, pgx.CopyFromRows(rows))
+	copied, streams := atomic.Int64{}, 1
+	if perCommit == 0 {
+		perCommit = len(rows)
+	} else {
+		streams = 2 // as the writer's two flushers
+	}
+	chunks := make(chan [][]any, len(rows)/perCommit+1)
+	for i := 0; i < len(rows); i += perCommit {
+		chunks <- rows[i:min(i+perCommit, len(rows))]
+	}
+	close(chunks)
+	g, gctx := errgroup.WithContext(ctx)
+	for range streams {
+		g.Go(func() error {
+			for chunk := range chunks {
+				n, err := pool.CopyFrom(gctx, pgx.Identifier{"attempts"}, copyColumns, pgx.CopyFromRows(chunk))
+				if err != nil {
+					return err
+				}
+				copied.Add(n)
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
 	took := time.Since(start)
 	cpu := busyCPU(b) - cpu0
 	if err != nil {
 		b.Fatal(err)
 	}
-	if int(n) != len(recs) {
-		b.Fatalf("copied %d of %d rows", n, len(recs))
+	if int(copied.Load()) != len(recs) {
+		b.Fatalf("copied %d of %d rows", copied.Load(), len(recs))
 	}
 	return took, cpu
 }
