@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,8 @@ func BenchmarkIngestVsCopy(b *testing.B) {
 
 func ingestVsCopy(b *testing.B, span time.Duration) {
 	const perRequest, posters = 1000, 4
+	// As the ledgerd command runs; the COPY baseline's garbage is collected alike.
+	defer debug.SetGCPercent(debug.SetGCPercent(app.GCPercent))
 	n := benchRecords(b)
 	price, err := prices()
 	if err != nil {
@@ -377,6 +380,7 @@ func copyRow(project int64, a *schema.Attempt, at time.Time, series int64, c ing
 // against the ledgerd binary.
 func BenchmarkIngestSingle(b *testing.B) {
 	const clients = 64
+	defer debug.SetGCPercent(debug.SetGCPercent(app.GCPercent)) // as the ledgerd command runs
 	duration := 10 * time.Second
 	if s := os.Getenv("LEDGERD_BENCH_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)

@@ -46,11 +46,9 @@ Every command takes --database-url (env DATABASE_URL; empty = the embedded datab
 `
 
 func main() {
-	// ledgerd's live heap is small and bounded by the writer's queue, so trading some memory for
-	// less garbage collection raises ingest throughput on small machines. GOGC in the environment
-	// still wins.
+	// GOGC in the environment wins over ledgerd's own default.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(app.GCPercent)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
