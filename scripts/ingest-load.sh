@@ -12,10 +12,12 @@
 # One record a request is posted by wrk (Debian's package, installed here if missing) with
 # load/wrk/single.lua: a Go net/http client spends about three times wrk's CPU per request, taken
 # from the same two cores. RATE=10000 paces wrk at that many records/s, to read the latency at the
-# target load instead of at saturation. wrk posts for WARMUP (2s) before the measured run. LOADER=ledgerload posts with ledgerload instead, as every
-# batched run does. DAYS=7 (ledgerload) sends a backfill spread over the last 7 days instead of live
-# records. Afterwards it prints ledgerd's group commits (count, records, seconds), rollup folds
-# (count and total seconds) and the size of the pending rollup tables.
+# target load instead of at saturation. wrk posts for WARMUP (2s) before the measured run.
+# LOADER=ledgerload posts with ledgerload instead, as every batched run does. DAYS=7 (ledgerload)
+# sends a backfill spread over the last 7 days instead of live records. READS=1 also times a
+# dashboard read (GET /v1/summary by model, its default window) every 0.3 s during the load.
+# Afterwards it prints ledgerd's group commits (count, records, seconds), rollup folds (count and
+# total seconds) and the size of the pending rollup tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-30s}"
@@ -65,6 +67,19 @@ if [[ "$batch" == 1 && -z "${LOADER:-}" && -z "${DAYS:-}" ]]; then
 fi
 echo "ledgerd at $addr; $clients clients ($loader), $batch record(s) a request, $duration; $(nproc) CPUs" >&2
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+reader=""
+if [[ -n "${READS:-}" ]]; then
+	# A dashboard's read during the load: each one first folds what this ledgerd committed (Sync).
+	(
+		sleep 3
+		while [[ ! -e "$work/load.done" ]]; do
+			curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -H "Authorization: Bearer $key" \
+				"http://$addr/v1/summary?group_by=model" >>"$work/reads" || true
+			sleep 0.3
+		done
+	) &
+	reader=$!
+fi
 if [[ "$loader" == wrk ]]; then
 	command -v wrk >/dev/null || bash scripts/install-deps.sh wrk >&2
 	threads=$(nproc)
@@ -87,6 +102,14 @@ else
 	acked=$(grep -o 'acknowledged [0-9]*' "$work/load.out" | head -1 | tr -dc 0-9)
 fi
 cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+if [[ -n "$reader" ]]; then
+	touch "$work/load.done"
+	wait "$reader"
+	awk '$1 != 200 { bad++ } { t[NR] = $2 * 1000 } END {
+		n = asort(t); p90 = int(n * 0.9); if (p90 < 1) p90 = 1
+		printf "reads     %d of GET /v1/summary during the load (%d not 200): p50 %.0fms  p90 %.0fms  max %.0fms\n",
+			n, bad, t[int((n + 1) / 2)], t[p90], t[n] }' "$work/reads"
+fi
 if ((acked > 0)); then
 	echo "ledgerd CPU $(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v n="$acked" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }') µs a record"
 fi
