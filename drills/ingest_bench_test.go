@@ -378,7 +378,7 @@ func copyRow(project int64, a *schema.Attempt, at time.Time, series int64, c ing
 // acknowledges, to a ledgerd in this process (so -cpuprofile sees the server), and reports
 // committed records/s and the acknowledgement latency. Its clients are Go net/http clients in the
 // same process, which take about as much CPU per request as the server; scripts/ingest-load.sh
-// measures the same against the ledgerd binary with wrk, which takes a third of that.
+// measures the same against the ledgerd binary with wrk, which takes less than half of that.
 func BenchmarkIngestSingle(b *testing.B) {
 	const clients = 64
 	defer debug.SetGCPercent(debug.SetGCPercent(app.GCPercent)) // as the ledgerd command runs

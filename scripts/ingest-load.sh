@@ -10,7 +10,7 @@
 # load generator share the machine; CPUS (e.g. "0,1") pins ledgerd with taskset.
 #
 # One record a request is posted by wrk (Debian's package, installed here if missing) with
-# load/wrk/single.lua: a Go net/http client spends about three times wrk's CPU per request, taken
+# load/wrk/single.lua: a Go net/http client spends more than twice wrk's CPU per request, taken
 # from the same two cores. RATE=10000 paces wrk at that many records/s, to read the latency at the
 # target load instead of at saturation. wrk posts for WARMUP (2s) before the measured run.
 # LOADER=ledgerload posts with ledgerload instead, as every batched run does. DAYS=7 (ledgerload)
