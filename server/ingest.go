@@ -117,14 +117,15 @@ func (s *Server) ingest(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "records not committed: "+unavailableReason(err)+"; retry later")
 	}
 	resp.Accepted, resp.Duplicates = res.Accepted, res.Duplicates
-	if len(resp.Rejected) > 0 {
+	// c.JSON would indent its answer for ?pretty, so only a request without a query skips it.
+	if len(resp.Rejected) > 0 || req.URL.RawQuery != "" {
 		return c.JSON(http.StatusOK, resp)
 	}
 	return c.JSONBlob(http.StatusOK, acceptedJSON(resp.Accepted, resp.Duplicates))
 }
 
-// acceptedJSON is the answer to a request that refused no record, as c.JSON would write it
-// (TestAcceptedJSON checks), without encoding/json's reflection on every request.
+// acceptedJSON is the answer to a request that refused no record, as c.JSON writes it without
+// ?pretty (TestAcceptedJSON checks), without encoding/json's reflection on every request.
 func acceptedJSON(accepted, duplicates int) []byte {
 	b := append(make([]byte, 0, 64), `{"accepted":`...)
 	b = strconv.AppendInt(b, int64(accepted), 10)
