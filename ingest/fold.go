@@ -35,10 +35,7 @@ var foldSQL = func() [2]string {
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
 	// table's key columns key, in order) unless each row of from is already one key's.
 	upsert := func(table string, key, keySel []string, from string, grouped bool) string {
-		var group []string
-		for i := range key {
-			group = append(group, fmt.Sprint(i+1))
-		}
+		group := ordinals(len(key))
 		vals, hist, groupBy := strings.Join(sums, ", "), "hist_sum(a.latency_hist)", " GROUP BY "+strings.Join(group, ", ")
 		if grouped {
 			vals, hist, groupBy = strings.Join(prefixed("a.", sumCols(RollupSums)), ", "), "a.latency_hist", ""
@@ -73,8 +70,8 @@ var foldSQL = func() [2]string {
 	SELECT %[4]s`, strings.Join(pendingKey, ", "), strings.Join(sumsAs, ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "))
 
-	src := fmt.Sprintf(`SELECT %s, %s FROM pend GROUP BY 1, 2, 3, 4, 5`,
-		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "))
+	src := fmt.Sprintf(`SELECT %s, %s FROM pend GROUP BY %s`,
+		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "), strings.Join(ordinals(len(CacheKey)), ", "))
 	return [2]string{rollups, "WITH pend AS (DELETE FROM pending_cache RETURNING *), " + cacheFoldCTEs(src) + " " + cacheFoldUpsert}
 }()
 

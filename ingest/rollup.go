@@ -116,53 +116,50 @@ const (
 var insertSQL = buildInsertSQL()
 
 func buildInsertSQL() string {
-	var cols, params, names []string
+	cols := colList(attemptCols)
+	var params []string
 	for i, c := range attemptCols {
-		cols = append(cols, c.col)
 		params = append(params, fmt.Sprintf("$%d::%s[]", i+1, c.typ))
-		names = append(names, c.col)
 	}
-	tz := fmt.Sprintf("$%d", len(attemptCols)+1)
-	day := "(started_at AT TIME ZONE " + tz + ")::date"
-	// pending adds the inserted rows' rollup deltas, whose keys are the select list keySel, to
-	// pending_rollup_hourly.
-	pending := func(keySel []string) string {
-		var cols, order, sel []string
-		for i, k := range pendingKey {
-			cols = append(cols, k)
-			order = append(order, fmt.Sprint(i+1))
-		}
-		for _, s := range RollupSums {
-			cols = append(cols, s.Col)
-			sel = append(sel, s.Expr)
-		}
-		return fmt.Sprintf(`INSERT INTO pending_rollup_hourly (%s, latency_hist)
-		SELECT %s, %s, %s FROM ins GROUP BY %s`,
-			strings.Join(cols, ", "), strings.Join(keySel, ", "), strings.Join(sel, ", "),
-			LatencyHistExpr, strings.Join(order, ", "))
-	}
-	var csel, ccols []string
-	for _, s := range CacheSums {
-		csel = append(csel, s.Expr)
-		ccols = append(ccols, s.Col)
-	}
-	cache := fmt.Sprintf(`INSERT INTO pending_cache (project_id, bucket, series_id, fallback, prompt_hash, %s)
-		SELECT project_id, %s, series_id, fallback, %s, %s
-		FROM ins WHERE %s GROUP BY 1, 2, 3, 4, 5`,
-		strings.Join(ccols, ", "), HourBucketExpr, CacheHashExpr, strings.Join(csel, ", "), CacheWhere)
-	steps := []string{pending([]string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class", day}), cache}
-	var ctes []string
-	for i, st := range steps {
-		ctes = append(ctes, fmt.Sprintf("p%d AS (%s\n\t)", i, st))
-	}
+	// The pending rows are keyed as pendingKey: the UTC hour, and the local day in timezone $N+1.
+	keySel := []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class",
+		fmt.Sprintf("(started_at AT TIME ZONE $%d)::date", len(attemptCols)+1)}
 	return fmt.Sprintf(`WITH ins AS (
-		INSERT INTO attempts (%s)
-		SELECT * FROM unnest(%s) AS t(%s)
+		INSERT INTO attempts (%[1]s)
+		SELECT * FROM unnest(%[2]s) AS t(%[1]s)
 		ON CONFLICT (project_id, attempt_id, started_at) DO NOTHING
 		RETURNING *
-	), %s
+	), p0 AS (
+		INSERT INTO pending_rollup_hourly (%[3]s, latency_hist)
+		SELECT %[4]s, %[5]s, %[6]s FROM ins GROUP BY %[7]s
+	), p1 AS (
+		INSERT INTO pending_cache (%[8]s)
+		SELECT project_id, %[9]s, series_id, fallback, %[10]s, %[11]s FROM ins WHERE %[12]s GROUP BY %[13]s
+	)
 	SELECT project_id, attempt_id, started_at FROM ins`,
-		strings.Join(cols, ", "), strings.Join(params, ", "), strings.Join(names, ", "), strings.Join(ctes, ", "))
+		strings.Join(cols, ", "), strings.Join(params, ", "),
+		strings.Join(slices.Concat(pendingKey, sumCols(RollupSums)), ", "), strings.Join(keySel, ", "),
+		strings.Join(sumExprs(RollupSums), ", "), LatencyHistExpr, strings.Join(ordinals(len(pendingKey)), ", "),
+		strings.Join(slices.Concat(CacheKey, sumCols(CacheSums)), ", "), HourBucketExpr, CacheHashExpr,
+		strings.Join(sumExprs(CacheSums), ", "), CacheWhere, strings.Join(ordinals(len(CacheKey)), ", "))
+}
+
+// sumExprs are the SQL aggregates over attempts of sums, in order.
+func sumExprs(sums []Sum) []string {
+	out := make([]string, len(sums))
+	for i, s := range sums {
+		out[i] = s.Expr
+	}
+	return out
+}
+
+// ordinals are the select-list positions 1 to n, as a GROUP BY or ORDER BY names them.
+func ordinals(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint(i + 1)
+	}
+	return out
 }
 
 // RollupKey is the primary key of rollup_hourly and rollup_daily (bucket: the UTC hour, the local
@@ -233,18 +230,16 @@ func MonthOf(t string) string { return "date_trunc('month', " + t + ", 'UTC')" }
 // cacheFoldUpsert adds the rows laid out by cacheFoldCTEs (named m) to rollup_cache_hourly, in key
 // order.
 var cacheFoldUpsert = func() string {
-	var cols, sums, set []string
-	for _, s := range CacheSums {
-		cols = append(cols, s.Col)
-	}
-	cols = append(cols, "single_use")
+	var sums, set []string
+	cols := append(sumCols(CacheSums), "single_use")
 	for _, c := range cols {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8", c))
 		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", c, c, c))
 	}
-	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (project_id, bucket, series_id, fallback, prompt_hash, %s)
-		SELECT project_id, bucket, series_id, fallback, prompt_hash, %s FROM m
-		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-		ON CONFLICT (project_id, bucket, series_id, fallback, prompt_hash) DO UPDATE SET %s`,
-		strings.Join(cols, ", "), strings.Join(sums, ", "), strings.Join(set, ", "))
+	key, group := strings.Join(CacheKey, ", "), strings.Join(ordinals(len(CacheKey)), ", ")
+	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (%[1]s, %[2]s)
+		SELECT %[1]s, %[3]s FROM m
+		GROUP BY %[4]s ORDER BY %[4]s
+		ON CONFLICT (%[1]s) DO UPDATE SET %[5]s`,
+		key, strings.Join(cols, ", "), strings.Join(sums, ", "), group, strings.Join(set, ", "))
 }()

@@ -79,17 +79,17 @@ var chunkSQL = buildChunkSQL()
 // touch, and the one that adds the deltas to them. No row needs locking: every other writer of
 // the rollups (the writers' folds, a rebuild) waits on the fold lock the reprice holds.
 var applySQL = append(append([]applyStmt{
-	buildApply("rollup_hourly", "reprice_hourly", ingest.RollupKey, rollupDeltaCols, applyOptions{}),
-	buildApply("rollup_daily", "reprice_daily", ingest.RollupKey, rollupDeltaCols, applyOptions{}),
+	buildApply("rollup_hourly", "reprice_hourly", ingest.RollupKey, rollupDeltaCols, ""),
+	buildApply("rollup_daily", "reprice_daily", ingest.RollupKey, rollupDeltaCols, ""),
 }, narrowApply()...), cacheApply...)
 
 // cacheApply are the cache statements of applySQL.
 var cacheApply = []applyStmt{
-	// Every hash the reprice touched is counted, whatever its deltas add up to (no fold can move a
+	// The deltas go to the sums cache_prefixes keeps of a hash's only call. No fold can move a
 	// single-use call between the empty-hash row and its hash's row meanwhile: the reprice holds
-	// the fold lock); the deltas go to the sums cache_prefixes keeps of a hash's only call.
-	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, applyOptions{checkAll: true, where: "r.calls = 1"}),
-	buildApply("rollup_cache_hourly", foldedCacheDeltas, ingest.CacheKey, cacheDeltaCols, applyOptions{}),
+	// the fold lock.
+	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, "r.calls = 1"),
+	buildApply("rollup_cache_hourly", foldedCacheDeltas, ingest.CacheKey, cacheDeltaCols, ""),
 }
 
 // narrowApply are the statements of applySQL for the narrow daily rollups (ingest.DailyBy):
@@ -100,7 +100,7 @@ func narrowApply() []applyStmt {
 		deltas := fmt.Sprintf(`(SELECT d.project_id, d.bucket, s.%s, d.fallback, d.status, d.error_class, %s
 			FROM reprice_daily d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
 			strings.Join(d.Keep, ", s."), "d."+strings.Join(rollupDeltaCols, ", d."))
-		out = append(out, buildApply(d.Table, deltas, d.Key(), rollupDeltaCols, applyOptions{}))
+		out = append(out, buildApply(d.Table, deltas, d.Key(), rollupDeltaCols, ""))
 	}
 	return out
 }
@@ -189,15 +189,10 @@ func buildChunkSQL() string {
 		cache)
 }
 
-// applyOptions adjust buildApply for cache_prefixes: checkAll counts the rows of every key with
-// deltas, not only of those whose deltas do not cancel out; where, when set, limits the rows
-// updated.
-type applyOptions struct {
-	checkAll bool
-	where    string
-}
-
-func buildApply(table, deltas string, key, cols []string, opt applyOptions) applyStmt {
+// buildApply builds table's statements for the deltas (a FROM item), on key. Every key with
+// deltas is checked to have its row, whatever its deltas add up to; where, when set, limits the
+// rows updated.
+func buildApply(table, deltas string, key, cols []string, where string) applyStmt {
 	var sums, nonzero, set, on []string
 	for _, c := range cols {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8 AS %s", c, c))
@@ -210,13 +205,10 @@ func buildApply(table, deltas string, key, cols []string, opt applyOptions) appl
 	// Keys whose deltas cancel out (only the price version changed) are left alone.
 	d := fmt.Sprintf(`SELECT %s, %s FROM %s GROUP BY %s HAVING %s`,
 		strings.Join(key, ", "), strings.Join(sums, ", "), deltas, strings.Join(key, ", "), strings.Join(nonzero, " OR "))
-	checked := d
-	if opt.checkAll {
-		checked = fmt.Sprintf(`SELECT DISTINCT %s FROM %s`, strings.Join(key, ", "), deltas)
-	}
+	checked := fmt.Sprintf(`SELECT DISTINCT %s FROM %s`, strings.Join(key, ", "), deltas)
 	updated := strings.Join(on, " AND ")
-	if opt.where != "" {
-		updated += " AND " + opt.where
+	if where != "" {
+		updated += " AND " + where
 	}
 	return applyStmt{
 		table: table,

@@ -66,7 +66,17 @@ if [[ "$batch" == 1 && -z "${LOADER:-}" && -z "${DAYS:-}" ]]; then
 	loader=wrk
 fi
 echo "ledgerd at $addr; $clients clients ($loader), $batch record(s) a request, $duration; $(nproc) CPUs" >&2
-cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+threads=$(nproc)
+wrk_run() {
+	LEDGERD_KEY="$key" wrk --threads "$threads" --connections "$clients" --duration "$1" \
+		--script load/wrk/single.lua "http://$addr" -- "${RATE:-0}" "$threads"
+}
+if [[ "$loader" == wrk ]]; then
+	command -v wrk >/dev/null || bash scripts/install-deps.sh wrk >&2
+	# Unmeasured first: the first commits create the month's partition and the series, and the
+	# pools open their connections (a request then waited 0.3-0.4 s).
+	wrk_run "${WARMUP:-2s}" >/dev/null
+fi
 reader=""
 if [[ -n "${READS:-}" ]]; then
 	# A dashboard's read during the load: each one first folds what this ledgerd committed (Sync).
@@ -80,17 +90,9 @@ if [[ -n "${READS:-}" ]]; then
 	) &
 	reader=$!
 fi
+cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 if [[ "$loader" == wrk ]]; then
-	command -v wrk >/dev/null || bash scripts/install-deps.sh wrk >&2
-	threads=$(nproc)
-	# Two seconds unmeasured first: the first commits create the month's partition and the series,
-	# and the pools open their connections (a request then waits up to 0.3 s).
-	LEDGERD_KEY="$key" wrk --threads "$threads" --connections "$clients" --duration "${WARMUP:-2s}" \
-		--script load/wrk/single.lua "http://$addr" -- "${RATE:-0}" "$threads" >/dev/null
-	cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	LEDGERD_KEY="$key" wrk --threads "$threads" --connections "$clients" --duration "$duration" \
-		--script load/wrk/single.lua "http://$addr" -- "${RATE:-0}" "$threads" | tee "$work/load.out" |
-		grep -E '^(rate|ack) '
+	wrk_run "$duration" | tee "$work/load.out" | grep -E '^(rate|ack) '
 	acked=$(grep -o '(\([0-9]*\) acknowledged' "$work/load.out" | tr -dc 0-9)
 else
 	history=()
