@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"math"
 	"testing"
@@ -72,14 +71,14 @@ func TestHistCopy(t *testing.T) {
 		if err := pool.QueryRow(ctx, `SELECT hist_agg(latency_bucket(ms))::text FROM unnest($1::int4[]) AS t(ms)`, c.ms).Scan(&sql); err != nil {
 			t.Fatal(err)
 		}
-		buf := newCopyBuf(64)
+		buf := startCopy(commitQuery(nil, `COPY copied FROM STDIN (FORMAT binary)`))
 		buf.row(1)
 		buf.hist(&h)
 		conn, err := pool.Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(buf.end()), `COPY copied FROM STDIN (FORMAT binary)`)
+		err = copyCommit(ctx, conn.Conn().PgConn(), buf.end())
 		conn.Release()
 		if err != nil {
 			t.Fatal(err)
