@@ -431,11 +431,7 @@ func (w *Writer) commit(jobs []*job) {
 	}
 	if err != nil {
 		w.m.failures.Inc()
-		n := 0
-		for _, j := range jobs {
-			n += len(j.rows)
-		}
-		w.log.Error("commit records", "records", n, "err", err)
+		w.log.Error("commit records", "records", records(jobs), "err", err)
 		if store.IsUnavailable(err) {
 			w.mu.Lock()
 			w.downUntil = time.Now().Add(time.Second)
@@ -444,11 +440,7 @@ func (w *Writer) commit(jobs []*job) {
 		}
 	}
 	if err == nil && w.opt.OnCommit != nil {
-		n := 0
-		for _, j := range jobs {
-			n += len(j.rows)
-		}
-		done := make([]Committed, 0, n)
+		done := make([]Committed, 0, records(jobs))
 		for _, j := range jobs {
 			for i := range j.rows {
 				if r := &j.rows[i]; r.newHere {
@@ -475,6 +467,15 @@ func (w *Writer) commit(jobs []*job) {
 	}
 }
 
+// records counts the records of jobs.
+func records(jobs []*job) int {
+	n := 0
+	for _, j := range jobs {
+		n += len(j.rows)
+	}
+	return n
+}
+
 func retryable(err error) bool {
 	var pgErr interface{ SQLState() string }
 	if errors.As(err, &pgErr) {
@@ -487,7 +488,7 @@ func retryable(err error) bool {
 // flush inserts the first occurrence of every record in jobs, by the fast path or, when one was
 // already stored, the exact one, and marks which ones were new.
 func (w *Writer) flush(ctx context.Context, jobs []*job) error {
-	var rows []*row
+	rows := make([]*row, 0, records(jobs))
 	for _, j := range jobs {
 		for i := range j.rows {
 			r := &j.rows[i]
