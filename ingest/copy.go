@@ -209,7 +209,7 @@ func (g *groups) appendCopy(msg []byte, hist bool) []byte {
 }
 
 // checkCopyLayout panics at start-up if attemptCols (whose types the exact path's arrays are cast
-// to) no longer has the types batch.copyData writes, in its order: the encoder and the column list
+// to) no longer has the types batch.appendCopy writes, in its order: the encoder and the column list
 // must change together.
 func checkCopyLayout() {
 	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
@@ -220,7 +220,7 @@ func checkCopyLayout() {
 		got = append(got, c.typ)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		panic(fmt.Sprintf("ingest: attemptCols types %v, but copyData writes %v", got, want))
+		panic(fmt.Sprintf("ingest: attemptCols types %v, but appendCopy writes %v", got, want))
 	}
 }
 

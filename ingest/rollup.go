@@ -171,7 +171,7 @@ var (
 )
 
 // pendingKey is the key of pending_rollup_hourly's rows: rollup_hourly's and the local day. The
-// pending rows are COPYed keyed as pendingKey and pending_cache's as CacheKey (groups.copyData).
+// pending rows are COPYed keyed as pendingKey and pending_cache's as CacheKey (groups.appendCopy).
 var pendingKey = slices.Concat(RollupKey, []string{"day"})
 
 // cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their
