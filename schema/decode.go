@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -54,6 +55,11 @@ func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
 		b.Rejected = append(b.Rejected, Rejection{Index: i, Field: ferr.Field, Error: ferr.Error()})
 		return
 	}
+	if b.Records == nil {
+		if p, ok := recordArrays.Get().(*[]Attempt); ok {
+			b.Records = *p
+		}
+	}
 	if len(b.Records) == cap(b.Records) {
 		// Doubled: past 256 records append grows by a quarter, and a body of 1,000 records had its
 		// records copied about four times over while they were read.
@@ -62,6 +68,26 @@ func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
 	}
 	b.Records = append(b.Records, a)
 	b.Index = append(b.Index, i)
+}
+
+// recordArrays recycles the arrays of released batches' records (Release). A body of 1,000
+// records needs 330 KB of them, and new ones each time cost page faults and clearing: with the
+// copies of growing them, an eighth of ledgerd's CPU at 1,000 records a request (perf).
+var recordArrays sync.Pool
+
+// maxPooledRecords is the most records an array recordArrays keeps may hold.
+const maxPooledRecords = 10_000
+
+// Release gives the array of b's records back for another body to be decoded into, and empties b.
+// Nothing may use the records after: call it only once whatever they were handed to (the writer,
+// until their commit ends) is done with them.
+func (b *Batch) Release() {
+	if b.Records != nil && cap(b.Records) <= maxPooledRecords {
+		clear(b.Records) // drop the strings and maps they refer to
+		p := b.Records[:0]
+		recordArrays.Put(&p)
+	}
+	b.Records = nil
 }
 
 // ErrBody reports a body that cannot be parsed as a whole: not JSON, not an object or array, or

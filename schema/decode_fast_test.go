@@ -218,6 +218,39 @@ func TestDecodeBodyOwnsItsRecords(t *testing.T) {
 	}
 }
 
+// TestReleasedRecords guards the recycling of record arrays: a body decoded after another batch's
+// Release must come out as the encoding/json decoder reads it, whatever the released array held.
+func TestReleasedRecords(t *testing.T) {
+	other := strings.NewReplacer("anthropic", "openai", "router", "search").Replace(realistic)
+	for _, c := range []struct{ name, before, after string }{
+		{"fewer records after more", "[" + realistic + "," + realistic + "," + other + "]", "[" + other + "]"},
+		{"more records after fewer", "[" + other + "]", "[" + realistic + "," + other + "," + realistic + "]"},
+		{"only refused records after", "[" + realistic + "]", `[{"attempt_id": ""}]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, err := DecodeBody(strings.NewReader(c.before), false, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before.Release()
+			if before.Records != nil {
+				t.Fatalf("released batch still holds %d records", len(before.Records))
+			}
+			got, err := DecodeBody(strings.NewReader(c.after), false, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeBodyJSON(strings.NewReader(c.after), false, now, decodeRecordJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("after a release, DecodeBody gave\n%+v\nencoding/json\n%+v", got, want)
+			}
+		})
+	}
+}
+
 // readerKinds are the ways a test reads a body: whole, in small pieces, and failing part-way.
 var readerKinds = []struct {
 	name       string

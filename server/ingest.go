@@ -111,6 +111,10 @@ func (s *Server) ingest(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(req.Context(), s.opt.SubmitTimeout)
 	defer cancel()
 	res, err := s.opt.Writer.Submit(ctx, ProjectOf(c).ID, batch.Records)
+	// The writer is done with the records unless Submit stopped waiting for their commit.
+	if err == nil || ctx.Err() == nil {
+		defer batch.Release()
+	}
 	if err != nil {
 		c.Response().Header().Set("Retry-After", RetryAfter(err))
 		s.opt.Logger.Warn("ingest not committed", "project", ProjectOf(c).Name, "records", len(batch.Records), "err", err)
