@@ -63,7 +63,7 @@ func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
 	if len(b.Records) == cap(b.Records) {
 		// Doubled: past 256 records append grows by a quarter, and a body of 1,000 records had its
 		// records copied about four times over while they were read.
-		b.Records = slices.Grow(b.Records, max(len(b.Records), 16))
+		b.Records = slices.Grow(b.Records, max(len(b.Records), 1))
 		b.Index = slices.Grow(b.Index, cap(b.Records)-len(b.Index))
 	}
 	b.Records = append(b.Records, a)
