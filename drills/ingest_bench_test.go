@@ -1,7 +1,6 @@
 package drills
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,22 +211,11 @@ func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, fol
 	if err != nil {
 		b.Fatalf("read after ingest: %v", err)
 	}
-	defer resp.Body.Close()
+	resp.Body.Close()
 	folded = time.Since(start)
-	var sum, count float64
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 {
-			switch f[0] {
-			case "ledgerd_writer_batch_records_sum":
-				sum, _ = strconv.ParseFloat(f[1], 64)
-			case "ledgerd_writer_batch_records_count":
-				count, _ = strconv.ParseFloat(f[1], 64)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil || count == 0 {
-		b.Fatalf("read the writer's commits from /metrics: %v (%v commits)", err, count)
+	sum, count := metric(base, "ledgerd_writer_batch_records_sum"), metric(base, "ledgerd_writer_batch_records_count")
+	if count == 0 {
+		b.Fatal("read the writer's commits from /metrics: no commits")
 	}
 	return acked, folded, int(math.Round(sum / count))
 }

@@ -363,8 +363,8 @@ func (w *Writer) fold(ctx context.Context) error {
 // commit at a time, a thousand records a request with two; and commits of two such requests
 // rather than one cost PostgreSQL less per record, as each COPY statement has a fixed cost (1,000
 // records a request from 4 clients: 1,870 records a commit instead of 1,220, and 6% more records/s
-// against COPY, the mean of twelve alternating runs of BenchmarkIngestVsCopy, where MaxBatch/10
-// had been).
+// against COPY, the mean of twelve alternating runs of BenchmarkIngestVsCopy against MaxBatch/10,
+// with the threshold at 1,500, which waits for a second such request as 1,250 does).
 func (w *Writer) take() []*job {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -28,19 +28,18 @@ func (s *Store) EnsurePartitions(ctx context.Context, times ...time.Time) error 
 	var missing []time.Time
 	s.mu.Lock()
 	seen := map[string]bool{}
-	var lastYear int
-	var lastMonth time.Month
+	var last time.Time
 	for _, t := range times {
 		// A commit's records mostly fall in one month: only a change of month costs a name.
-		if y, m, _ := t.UTC().Date(); y != lastYear || m != lastMonth {
-			lastYear, lastMonth = y, m
-		} else {
+		month := monthStart(t)
+		if month.Equal(last) {
 			continue
 		}
+		last = month
 		name := PartitionName(t)
 		if !s.partitions[name] && !seen[name] {
 			seen[name] = true
-			missing = append(missing, monthStart(t))
+			missing = append(missing, month)
 		}
 	}
 	s.mu.Unlock()

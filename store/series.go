@@ -37,12 +37,13 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 	if len(unknown) == 0 {
 		return ids, nil
 	}
+	// missing lists each key not cached once; created gets its id below.
+	created := map[SeriesKey]int64{}
 	var missing []SeriesKey
-	seen := map[SeriesKey]bool{}
 	for _, i := range unknown {
-		if k := keys[i]; !seen[k] {
-			seen[k] = true
-			missing = append(missing, k)
+		if _, dup := created[keys[i]]; !dup {
+			created[keys[i]] = 0
+			missing = append(missing, keys[i])
 		}
 	}
 	batch := &pgx.Batch{}
@@ -57,7 +58,6 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 	}
 	br := s.Pool.SendBatch(ctx, batch)
 	defer br.Close()
-	created := make(map[SeriesKey]int64, len(missing))
 	for _, k := range missing {
 		var id int64
 		if err := br.QueryRow().Scan(&id); err != nil {
