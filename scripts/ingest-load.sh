@@ -13,7 +13,10 @@
 # load/wrk/single.lua: a Go net/http client spends more than twice wrk's CPU per request, taken
 # from the same two cores. RATE=10000 paces wrk at that many records/s, to read the latency at the
 # target load instead of at saturation. wrk posts for WARMUP (2s) before the measured run.
-# LOADER=ledgerload posts with ledgerload instead, as every batched run does. DAYS=7 (ledgerload)
+# After a wrk run, the same client posts to load/floor, a bare net/http server that stores nothing,
+# for FLOOR_DURATION (10s; FLOOR=0 skips it): the machine's speed at that moment, as ledgerd's
+# rate and CPU a request over the floor's. LOADER=ledgerload posts with ledgerload instead, as
+# every batched run does. DAYS=7 (ledgerload)
 # sends a backfill spread over the last 7 days instead of live records. READS=1 also times a
 # dashboard read (GET /v1/summary by model, its default window) every 0.3 s during the load.
 # Afterwards it prints ledgerd's group commits (count, records, seconds), rollup folds (count and
@@ -112,9 +115,40 @@ if [[ -n "$reader" ]]; then
 		printf "reads     %d of GET /v1/summary during the load (%d not 200): p50 %.0fms  p90 %.0fms  max %.0fms\n",
 			n, bad, t[int((n + 1) / 2)], t[p90], t[n] }' "$work/reads"
 fi
+# perRecord TICKS N: CPU µs a record from clock ticks.
+perRecord() {
+	awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }'
+}
 if ((acked > 0)); then
-	echo "ledgerd CPU $(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v n="$acked" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }') µs a record"
+	echo "ledgerd CPU $(perRecord $((cpu1 - cpu0)) "$acked") µs a record"
 fi
 curl -s "http://$addr/metrics" | grep -E '^ledgerd_(rollup_fold_(seconds_sum|seconds_count|failures_total)|writer_(batch_records|flush_seconds)_(sum|count))' || true
 psql "$url" -qAtc "SELECT 'pending rollup tables: ' || pg_size_pretty(sum(pg_total_relation_size(relid))) FROM pg_stat_user_tables WHERE relname LIKE 'pending\_%'"
 psql "$url" -qAtc "SELECT 'committed rows in attempts: ' || count(*) FROM attempts"
+if [[ "$loader" == wrk && "${FLOOR:-1}" != 0 ]]; then
+	# The floor: a bare net/http server (load/floor) under the same wrk client, right after
+	# ledgerd, for the machine's speed at this moment (ledgerd is stopped first).
+	kill "$pid" && wait "$pid" 2>/dev/null || true
+	pid=""
+	go build -o "$work/floor" ./load/floor
+	"$work/floor" >"$work/floor.addr" &
+	pid=$!
+	for _ in $(seq 100); do
+		[[ -s "$work/floor.addr" ]] && break
+		sleep 0.1
+	done
+	addr=$(head -1 "$work/floor.addr")
+	wrk_run "${WARMUP:-2s}" >/dev/null
+	fcpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	wrk_run "${FLOOR_DURATION:-10s}" >"$work/floor.out"
+	fcpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	facked=$(grep -o '(\([0-9]*\) acknowledged' "$work/floor.out" | tr -dc 0-9)
+	frate=$(grep -o '^rate *[0-9]*' "$work/floor.out" | tr -dc 0-9)
+	rate=$(grep -o '^rate *[0-9]*' "$work/load.out" | tr -dc 0-9)
+	fper=$(perRecord $((fcpu1 - fcpu0)) "$facked")
+	echo "floor     bare net/http server, same client, ${FLOOR_DURATION:-10s}: $frate requests/s, CPU $fper µs a request"
+	if ((acked > 0)); then
+		awk -v r="$rate" -v fr="$frate" -v c="$(perRecord $((cpu1 - cpu0)) "$acked")" -v fc="$fper" \
+			'BEGIN { printf "ledgerd/floor: rate %.2f, CPU a request %.2f\n", r / fr, c / fc }'
+	fi
+fi
