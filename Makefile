@@ -38,7 +38,8 @@ fuzz:
 	bash scripts/fuzz.sh $(FUZZTIME)
 
 # bench: ingest against raw COPY in one run (the median of five), 64 one-record clients in
-# process and against the binary (at saturation, then paced at the target's 10,000 records/s),
+# process and against the binary (at saturation, then paced at the target's 10,000 records/s; each
+# followed by a bare net/http server under the same client, load/floor, for the machine's speed),
 # sustained batched ingest against the binary (live, then a week's backfill), and the analytics
 # endpoints against GROUP BY over raw rows.
 bench:
