@@ -78,7 +78,8 @@ var recordArrays sync.Pool
 // maxPooledRecords is the most records an array recordArrays keeps may hold.
 const maxPooledRecords = 10_000
 
-// Release gives the array of b's records back for another body to be decoded into, and empties b.
+// Release gives the array of b's records back for another body to be decoded into, and drops the
+// records from b (Index and Rejected stay).
 // Nothing may use the records after: call it only once whatever they were handed to (the writer,
 // until their commit ends) is done with them.
 func (b *Batch) Release() {

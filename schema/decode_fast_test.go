@@ -219,33 +219,46 @@ func TestDecodeBodyOwnsItsRecords(t *testing.T) {
 }
 
 // TestReleasedRecords guards the recycling of record arrays: a body decoded after another batch's
-// Release must come out as the encoding/json decoder reads it, whatever the released array held.
+// Release must come out as the encoding/json decoder reads it, whatever the released array held;
+// and where the second body's records fit in it, the released array must be the one they go into
+// (sync.Pool may drop an array, so that is tried up to 100 times).
 func TestReleasedRecords(t *testing.T) {
 	other := strings.NewReplacer("anthropic", "openai", "router", "search").Replace(realistic)
-	for _, c := range []struct{ name, before, after string }{
-		{"fewer records after more", "[" + realistic + "," + realistic + "," + other + "]", "[" + other + "]"},
-		{"more records after fewer", "[" + other + "]", "[" + realistic + "," + other + "," + realistic + "]"},
-		{"only refused records after", "[" + realistic + "]", `[{"attempt_id": ""}]`},
+	for _, c := range []struct {
+		name, before, after string
+		reused              bool // the after body's records fit in the released array
+	}{
+		{"fewer records after more", "[" + realistic + "," + realistic + "," + other + "]", "[" + other + "]", true},
+		{"more records after fewer", "[" + other + "]", "[" + realistic + "," + other + "," + realistic + "]", false},
+		{"only refused records after", "[" + realistic + "]", `[{"attempt_id": ""}]`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before, err := DecodeBody(strings.NewReader(c.before), false, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before.Release()
-			if before.Records != nil {
-				t.Fatalf("released batch still holds %d records", len(before.Records))
-			}
-			got, err := DecodeBody(strings.NewReader(c.after), false, now)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want, err := decodeBodyJSON(strings.NewReader(c.after), false, now, decodeRecordJSON)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("after a release, DecodeBody gave\n%+v\nencoding/json\n%+v", got, want)
+			reused := false
+			for try := 0; try < 100 && !reused; try++ {
+				before, err := DecodeBody(strings.NewReader(c.before), false, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				released := &before.Records[0]
+				before.Release()
+				if before.Records != nil {
+					t.Fatalf("released batch still holds %d records", len(before.Records))
+				}
+				got, err := DecodeBody(strings.NewReader(c.after), false, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("after a release, DecodeBody gave\n%+v\nencoding/json\n%+v", got, want)
+				}
+				reused = !c.reused || &got.Records[0] == released
+			}
+			if !reused {
+				t.Fatal("the released array never held the next body's records in 100 tries")
 			}
 		})
 	}

@@ -43,6 +43,7 @@ trap cleanup EXIT
 
 go build -o "$work/ledgerd" ./cmd/ledgerd
 go build -o "$work/ledgerload" ./cmd/ledgerload
+go build -o "$work/floor" ./load/floor
 psql "$base" -qc "CREATE DATABASE ${db}"
 "$work/ledgerd" migrate --database-url "$url" >/dev/null
 key=$("$work/ledgerd" keys create --project load --database-url "$url")
@@ -119,8 +120,10 @@ fi
 perRecord() {
 	awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }'
 }
+lper=""
 if ((acked > 0)); then
-	echo "ledgerd CPU $(perRecord $((cpu1 - cpu0)) "$acked") µs a record"
+	lper=$(perRecord $((cpu1 - cpu0)) "$acked")
+	echo "ledgerd CPU $lper µs a record"
 fi
 curl -s "http://$addr/metrics" | grep -E '^ledgerd_(rollup_fold_(seconds_sum|seconds_count|failures_total)|writer_(batch_records|flush_seconds)_(sum|count))' || true
 psql "$url" -qAtc "SELECT 'pending rollup tables: ' || pg_size_pretty(sum(pg_total_relation_size(relid))) FROM pg_stat_user_tables WHERE relname LIKE 'pending\_%'"
@@ -130,7 +133,6 @@ if [[ "$loader" == wrk && "${FLOOR:-1}" != 0 ]]; then
 	# ledgerd, for the machine's speed at this moment (ledgerd is stopped first).
 	kill "$pid" && wait "$pid" 2>/dev/null || true
 	pid=""
-	go build -o "$work/floor" ./load/floor
 	"$work/floor" >"$work/floor.addr" &
 	pid=$!
 	for _ in $(seq 100); do
@@ -147,8 +149,8 @@ if [[ "$loader" == wrk && "${FLOOR:-1}" != 0 ]]; then
 	rate=$(grep -o '^rate *[0-9]*' "$work/load.out" | tr -dc 0-9)
 	fper=$(perRecord $((fcpu1 - fcpu0)) "$facked")
 	echo "floor     bare net/http server, same client, ${FLOOR_DURATION:-10s}: $frate requests/s, CPU $fper µs a request"
-	if ((acked > 0)); then
-		awk -v r="$rate" -v fr="$frate" -v c="$(perRecord $((cpu1 - cpu0)) "$acked")" -v fc="$fper" \
+	if [[ -n "$lper" ]]; then
+		awk -v r="$rate" -v fr="$frate" -v c="$lper" -v fc="$fper" \
 			'BEGIN { printf "ledgerd/floor: rate %.2f, CPU a request %.2f\n", r / fr, c / fc }'
 	fi
 fi
