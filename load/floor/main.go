@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// answer is ledgerd's answer to a record accepted with nothing refused.
-var answer = []byte(`{"accepted":1,"duplicates":0,"rejected":[]}`)
+// answer is ledgerd's answer to one record accepted with nothing refused, byte for byte.
+var answer = []byte("{\"accepted\":1,\"duplicates\":0,\"rejected\":[]}\n")
 
 func main() {
 	addr := "127.0.0.1:0"
@@ -30,6 +30,14 @@ func main() {
 		log.Fatalf("floor: listen: %v", err)
 	}
 	fmt.Println(ln.Addr())
+	// The same timeouts as ledgerd's server (app.Run), as each costs a deadline per request.
+	srv := &http.Server{Handler: handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	log.Fatal(srv.Serve(ln))
+}
+
+// handler reads each POST /v1/attempts body to its end, as ledgerd does, and answers answer.
+func handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/attempts", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -39,8 +47,5 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
 	})
-	// The same timeouts as ledgerd's server (app.Run), as each costs a deadline per request.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
-	log.Fatal(srv.Serve(ln))
+	return mux
 }
