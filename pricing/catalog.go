@@ -233,8 +233,8 @@ func (c *Catalog) Models() []Model {
 	return out
 }
 
-// Versions lists every price version of every model, sorted by key, for recording in the
-// database.
+// Versions lists every price version of every model, sorted by key: what a catalog prices, to
+// compare two catalogs (a reload against the embedded one, a JSON round trip).
 func (c *Catalog) Versions() []Version {
 	var out []Version
 	for _, m := range c.models {

@@ -69,8 +69,6 @@ func (k *keyCache) lookup(ctx context.Context, key string) (store.Project, error
 	return p, err
 }
 
-type projectKey struct{}
-
 // ProjectOf returns the project the request authenticated as. Handlers behind RequireKey (or the
 // dashboard's session check) always have one.
 func ProjectOf(c echo.Context) store.Project {
@@ -81,13 +79,6 @@ func ProjectOf(c echo.Context) store.Project {
 // SetProject records the authenticated project on the request; the dashboard's login uses it.
 func SetProject(c echo.Context, p store.Project) {
 	c.Set("ledgerd.project", p)
-	c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), projectKey{}, p)))
-}
-
-// ProjectFrom returns the authenticated project carried by a request context.
-func ProjectFrom(ctx context.Context) (store.Project, bool) {
-	p, ok := ctx.Value(projectKey{}).(store.Project)
-	return p, ok
 }
 
 // Authenticate resolves an API key to its project, through the cache.
