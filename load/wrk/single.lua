@@ -7,9 +7,10 @@
 --
 -- wrk (C, one event loop a thread) costs less than half the CPU per request of a Go net/http
 -- client (35 against 84 µs, perf), and the client shares the cores with ledgerd and PostgreSQL
--- here. Its services, models and tenants are a smaller set modeled on synth's default services
--- (6 calls, 6 tenants, 3% errors, most with a prompt hash and cache use), so that a commit sums
--- records of many series, as ledgerload's do.
+-- here. Its calls are synth's default services with their primary models and weights (an
+-- operation or two each, 6 tenants, 3% errors, most with a prompt hash and cache use, 5% for a
+-- model without a price), so that a commit sums records of many series and prices them as
+-- ledgerload's do.
 
 local ffi = require("ffi")
 ffi.cdef [[
@@ -18,14 +19,33 @@ int clock_gettime(int clk, wrk_timespec *ts);
 ]]
 
 local calls = {
-	-- service, operation, provider, model, prompt_hash, input, output, cache_read, cache_write
-	{ "support-bot", "answer", "anthropic", "claude-sonnet-5-5", "support-system-v3", 1750, 400, 6000, 0 },
-	{ "support-bot", "summarize-thread", "anthropic", "claude-sonnet-5-5", "support-system-v3", 1000, 280, 6000, 0 },
-	{ "search-summarizer", "summarize", "anthropic", "claude-haiku-5-5", "search-summary-v7", 1750, 270, 2500, 0 },
-	{ "search-summarizer", "rerank", "openai", "gpt-5-mini", nil, 900, 40, 0, 0 },
-	{ "code-review", "review", "anthropic", "claude-opus-5", "review-rules-v2", 9000, 1200, 0, 12000 },
-	{ "extractor", "extract", "google", "gemini-3-flash", nil, 3000, 500, 0, 0 },
+	-- weight, service, operation, provider, model, prompt_hash, input, output, cache_read,
+	-- cache_write, batch: synth.DefaultServices' primaries and weights, the unpriced labs-agent included
+	{ 15, "support-bot", "answer", "anthropic", "claude-sonnet-5-5", "support-system-v3", 1800, 350, 6000, 0, false },
+	{ 15, "support-bot", "summarize-thread", "anthropic", "claude-sonnet-5-5", "support-system-v3", 1800, 350, 6000, 0, false },
+	{ 35, "search-summarizer", "summarize", "anthropic", "claude-haiku-5-5", "search-summary-v7", 3000, 180, 2500, 0, false },
+	{ 8, "code-review", "review-diff", "anthropic", "claude-sonnet-4-20250514", nil, 9000, 900, 0, 0, false },
+	{ 15, "extractor", "extract-invoice", "openai", "gpt-4o", nil, 2200, 260, 1500, 0, false },
+	{ 4, "digest-mailer", "weekly-digest", "anthropic", "claude-haiku-5-5", "digest-v2", 1200, 400, 0, 3000, false },
+	{ 3, "nightly-eval", "grade", "anthropic", "claude-haiku-5-5", nil, 1500, 60, 0, 0, true },
+	{ 5, "labs-agent", "plan", "acme", "acme-llm-2-preview", nil, 4000, 500, 0, 0, false },
 }
+local total_weight = 0
+for _, c in ipairs(calls) do
+	total_weight = total_weight + c[1]
+end
+
+-- pick returns a call at random, in proportion to its weight.
+local function pick()
+	local r = math.random(total_weight)
+	for _, c in ipairs(calls) do
+		r = r - c[1]
+		if r <= 0 then
+			return c
+		end
+	end
+end
+
 local tenants = { "acme", "wonka", "globex", "initech", "umbrella", "stark" }
 local errors = { { 429, "rate_limited" }, { 529, "overloaded" }, { 500, "server_error" } }
 
@@ -74,7 +94,7 @@ end
 
 function request()
 	n = n + 1
-	local c = calls[math.random(#calls)]
+	local c = pick()
 	local id = string.format("wrk-%s-%d-%d", run, tid, n)
 	local status, extra = "ok", ""
 	if math.random(100) <= 3 then
@@ -83,21 +103,24 @@ function request()
 		extra = string.format(',"http_status":%d,"error_class":"%s"', e[1], e[2])
 	else
 		extra = string.format(',"http_status":200,"input_tokens":%d,"output_tokens":%d',
-			c[6] + math.random(500), c[7] + math.random(200))
-		if c[8] > 0 then
-			extra = extra .. string.format(',"cache_read_tokens":%d', c[8])
-		end
+			c[7] + math.random(500), c[8] + math.random(200))
 		if c[9] > 0 then
-			extra = extra .. string.format(',"cache_write_tokens":%d', c[9])
+			extra = extra .. string.format(',"cache_read_tokens":%d', c[9])
+		end
+		if c[10] > 0 then
+			extra = extra .. string.format(',"cache_write_tokens":%d', c[10])
 		end
 	end
-	if c[5] then
-		extra = extra .. string.format(',"prompt_hash":"%s"', c[5])
+	if c[6] then
+		extra = extra .. string.format(',"prompt_hash":"%s"', c[6])
+	end
+	if c[11] then
+		extra = extra .. ',"batch":true'
 	end
 	local body = string.format('{"attempt_id":"%s","request_id":"%s","attempt_no":1,"started_at":"%s",'
 		.. '"latency_ms":%d,"provider":"%s","model":"%s","service":"%s","operation":"%s","tenant":"%s",'
 		.. '"status":"%s","provider_request_id":"prq_%s"%s}',
-		id, id, os.date("!%Y-%m-%dT%H:%M:%SZ"), 200 + math.random(6000), c[3], c[4], c[1], c[2],
+		id, id, os.date("!%Y-%m-%dT%H:%M:%SZ"), 200 + math.random(6000), c[4], c[5], c[2], c[3],
 		tenants[math.random(#tenants)], status, id, extra)
 	return wrk.format("POST", "/v1/attempts", headers, body)
 end
