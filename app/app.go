@@ -168,6 +168,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err := prepareSchema(ctx, st, opt, tz); err != nil {
 		return err
 	}
+	actx, stopAhead := context.WithCancel(ctx)
+	ahead := keepPartitionsAhead(actx, st, opt.Now, log)
+	steps = append(steps, func(context.Context) { stopAhead(); <-ahead })
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -230,6 +233,30 @@ func Run(ctx context.Context, opt Options) (err error) {
 		log.Error("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// keepPartitionsAhead creates this month's and next month's attempts partitions at once and then
+// every hour, so that no commit has to (store.PartitionsAhead says why); should a long read hold
+// the table, it tries again an hour later. It stops when ctx ends, and closes the channel it
+// returns then.
+func keepPartitionsAhead(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Hour)
+		defer tick.Stop()
+		for {
+			if err := st.PartitionsAhead(ctx, now(), 5*time.Second); err != nil && ctx.Err() == nil {
+				log.Warn("create the attempts partitions ahead; trying again in an hour", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return done
 }
 
 // prepareSchema migrates (or checks) the schema and pins the timezone daily rollups use.

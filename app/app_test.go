@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +175,30 @@ func TestEmbeddedDefault(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("%d attempts after restart, want 2", n)
 	}
+}
+
+// TestPartitionsAhead checks that a starting ledgerd creates the partitions of its clock's month
+// and of the next one, before any record arrives.
+func TestPartitionsAhead(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewURL(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	clock := time.Date(2031, 12, 20, 8, 0, 0, 0, time.UTC)
+	start(t, app.Options{DatabaseURL: dbURL, Now: func() time.Time { return clock }})
+	want := []string{"attempts_p203112", "attempts_p203201"}
+	var got []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, err = store.New(pool).Partitions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Fatalf("partitions %v, want %v", got, want)
 }

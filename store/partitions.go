@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,7 +24,8 @@ func monthStart(t time.Time) time.Time {
 }
 
 // EnsurePartitions creates the monthly partitions that rows started at the given times need.
-// Known partitions are cached, so the ingest path pays for DDL once per month.
+// Known partitions are cached, so the ingest path pays for DDL once per month; PartitionsAhead
+// makes it rarer still, creating the month's partition before its first record.
 func (s *Store) EnsurePartitions(ctx context.Context, times ...time.Time) error {
 	var missing []time.Time
 	s.mu.Lock()
@@ -43,14 +45,50 @@ func (s *Store) EnsurePartitions(ctx context.Context, times ...time.Time) error 
 		}
 	}
 	s.mu.Unlock()
-	if len(missing) == 0 {
+	return s.createPartitions(ctx, missing, 0)
+}
+
+// PartitionsAhead creates the partitions of the month holding now and of the next one when they
+// are missing, so that a month's first commit finds its partition made. Creating a partition
+// locks the whole attempts table, so it waits for every query reading attempts to end, and every
+// query and commit after it waits for it: on the ingest path at midnight of the 1st, behind a
+// long read, that would stall ingest. PartitionsAhead waits at most lockWait for that lock and
+// fails then, for the caller to try again later (a month ahead leaves weeks to do so).
+func (s *Store) PartitionsAhead(ctx context.Context, now time.Time, lockWait time.Duration) error {
+	names, err := s.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for _, n := range names {
+		s.partitions[n] = true
+	}
+	var missing []time.Time
+	for _, m := range []time.Time{monthStart(now), monthStart(now).AddDate(0, 1, 0)} {
+		if !s.partitions[PartitionName(m)] {
+			missing = append(missing, m)
+		}
+	}
+	s.mu.Unlock()
+	return s.createPartitions(ctx, missing, lockWait)
+}
+
+// createPartitions creates the partitions of the given months (first instants, UTC) and caches
+// their names. A lockWait above zero bounds each wait for a lock; zero waits as long as ctx.
+func (s *Store) createPartitions(ctx context.Context, months []time.Time, lockWait time.Duration) error {
+	if len(months) == 0 {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if lockWait > 0 {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockWait.Milliseconds())); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
 			return err
 		}
-		for _, m := range missing {
+		for _, m := range months {
 			name := PartitionName(m)
 			sql := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF attempts FOR VALUES FROM ('%s') TO ('%s')`,
 				name, m.Format(time.RFC3339), m.AddDate(0, 1, 0).Format(time.RFC3339))
@@ -64,7 +102,7 @@ func (s *Store) EnsurePartitions(ctx context.Context, times ...time.Time) error 
 		return fmt.Errorf("ensure partitions: %w", err)
 	}
 	s.mu.Lock()
-	for _, m := range missing {
+	for _, m := range months {
 		s.partitions[PartitionName(m)] = true
 	}
 	s.mu.Unlock()
@@ -88,31 +126,75 @@ func (s *Store) Partitions(ctx context.Context) ([]string, error) {
 
 // DropPartitionsBefore drops the raw attempts of every month that ends on or before cutoff, for
 // retention. Rollups are kept, so summaries over those months stay exact; only raw rows go.
+//
+// Each month is detached with DETACH PARTITION … CONCURRENTLY before it is dropped: dropping a
+// partition still attached would lock all of attempts until every read of it ends, and every
+// commit and read after it would queue behind that lock. Detaching concurrently waits for those
+// reads without blocking anyone. A detach left half done (the command interrupted) is finished
+// by the next run.
 func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
-	names, err := s.Partitions(ctx)
+	rows, err := s.Pool.Query(ctx, `SELECT c.relname, i.inhdetachpending FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+		WHERE p.relname = 'attempts' ORDER BY c.relname`)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	type partition struct {
+		name    string
+		pending bool
+	}
+	parts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition, error) {
+		var p partition
+		return p, r.Scan(&p.name, &p.pending)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
 	}
 	limit := PartitionName(monthStart(cutoff))
 	var dropped []string
-	for _, n := range names {
-		if !strings.HasPrefix(n, "attempts_p") || n >= limit {
+	for _, p := range parts {
+		if !strings.HasPrefix(p.name, "attempts_p") || p.name >= limit {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{n}.Sanitize())
-			return err
-		})
-		if err != nil {
-			return dropped, fmt.Errorf("drop %s: %w", n, err)
+		if err := s.dropPartition(ctx, p.name, p.pending); err != nil {
+			return dropped, fmt.Errorf("drop %s: %w", p.name, err)
 		}
 		s.mu.Lock()
-		delete(s.partitions, n)
+		delete(s.partitions, p.name)
 		s.mu.Unlock()
-		dropped = append(dropped, n)
+		dropped = append(dropped, p.name)
 	}
 	return dropped, nil
+}
+
+// dropPartition detaches the partition name concurrently (or finishes a pending detach), then
+// drops it, holding the partition lock on one connection: DETACH … CONCURRENTLY cannot run in a
+// transaction, so the lock is a session lock.
+func (s *Store) dropPartition(ctx context.Context, name string, pending bool) (err error) {
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, partitionLock); err != nil {
+		return err
+	}
+	defer func() {
+		if _, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, partitionLock); uerr != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // closing the session releases its lock
+			err = errors.Join(err, uerr)
+		}
+	}()
+	ident := pgx.Identifier{name}.Sanitize()
+	detach := "ALTER TABLE attempts DETACH PARTITION " + ident + " CONCURRENTLY"
+	if pending {
+		detach = "ALTER TABLE attempts DETACH PARTITION " + ident + " FINALIZE"
+	}
+	if _, err := conn.Exec(ctx, detach); err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE "+ident); err != nil {
+		return err
+	}
+	return nil
 }

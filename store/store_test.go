@@ -100,6 +100,150 @@ func TestPartitions(t *testing.T) {
 	}
 }
 
+// TestPartitionsAhead checks that the month holding now and the next one get their partitions
+// before any record needs them (across a year's end too), and that behind a long read of
+// attempts the call gives up after its lock wait instead of queueing every commit behind it.
+func TestPartitionsAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(dbtest.New(t))
+	cases := []struct {
+		now  time.Time
+		want string
+	}{
+		{time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC), "attempts_p202611 attempts_p202612"},
+		{time.Date(2026, 12, 31, 23, 59, 0, 0, time.FixedZone("x", 3*3600)), "attempts_p202611 attempts_p202612 attempts_p202701"},
+		{time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), "attempts_p202611 attempts_p202612 attempts_p202701"}, // nothing to do
+	}
+	for _, c := range cases {
+		if err := st.PartitionsAhead(ctx, c.now, time.Second); err != nil {
+			t.Fatalf("at %s: %v", c.now, err)
+		}
+		if got, err := st.Partitions(ctx); err != nil || strings.Join(got, " ") != c.want {
+			t.Fatalf("at %s: partitions %v (%v), want %s", c.now, got, err, c.want)
+		}
+	}
+
+	// A reader of attempts holds off the next partition: PartitionsAhead fails after its wait,
+	// and succeeds once the read ends.
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Date(2027, 1, 15, 0, 0, 0, 0, time.UTC)       // needs 2027-02
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second) // without the lock wait, it would wait for the reader
+	defer cancel()
+	err = store.New(st.Pool).PartitionsAhead(bounded, later, 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+		t.Fatalf("behind a reader: %v, want a lock timeout", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PartitionsAhead(ctx, later, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Partitions(ctx); !slices.Contains(got, "attempts_p202702") {
+		t.Fatalf("partitions %v after the read ended", got)
+	}
+}
+
+// TestDropPartitionsBehindReader checks that retention does not stall the ledger: while a long
+// read holds attempts, dropping an old month waits for it, and other reads (and so commits) of
+// attempts go on meanwhile instead of queueing behind the drop.
+func TestDropPartitionsBehindReader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(dbtest.New(t))
+	if err := st.EnsurePartitions(ctx, time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		dropped []string
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := st.DropPartitionsBefore(ctx, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+		done <- result{d, err}
+	}()
+	// Wait until the drop waits for the reader.
+	for waiting := false; !waiting; time.Sleep(20 * time.Millisecond) {
+		if err := st.Pool.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND (query LIKE 'ALTER TABLE attempts%' OR query LIKE 'DROP TABLE%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the drop did not wait for the reader: %v, %v", r.dropped, r.err)
+		default:
+		}
+	}
+	bounded, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var n int
+	if err := st.Pool.QueryRow(bounded, `SELECT count(*) FROM attempts`).Scan(&n); err != nil {
+		t.Fatalf("a read while the drop waits: %v", err)
+	}
+	if err := reader.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || strings.Join(r.dropped, " ") != "attempts_p202609" {
+		t.Fatalf("dropped %v, %v", r.dropped, r.err)
+	}
+	if got, err := st.Partitions(ctx); err != nil || strings.Join(got, " ") != "attempts_p202611" {
+		t.Fatalf("partitions %v, %v", got, err)
+	}
+}
+
+// TestDropPartitionsFinishesDetach checks that a detach left half done (a drop interrupted while
+// it waited for a reader) is finished by the next drop.
+func TestDropPartitionsFinishesDetach(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(dbtest.New(t))
+	if err := st.EnsurePartitions(ctx, time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := st.DropPartitionsBefore(short, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)); err == nil {
+		t.Fatal("the drop did not wait for the reader")
+	}
+	var pending bool
+	if err := st.Pool.QueryRow(ctx, `SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = 'attempts_p202609'::regclass`).Scan(&pending); err != nil || !pending {
+		t.Fatalf("detach pending %v, %v; want a detach left half done", pending, err)
+	}
+	if err := reader.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := st.DropPartitionsBefore(ctx, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil || strings.Join(dropped, " ") != "attempts_p202609" {
+		t.Fatalf("dropped %v, %v", dropped, err)
+	}
+}
+
 // TestSeriesIDs checks that a series gets one id whoever asks, and that ids are stable.
 func TestSeriesIDs(t *testing.T) {
 	t.Parallel()
