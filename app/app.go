@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/ledgerd/ledgerd/embeddedpg"
 	"github.com/ledgerd/ledgerd/ingest"
@@ -168,12 +169,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err := prepareSchema(ctx, st, opt, tz); err != nil {
 		return err
 	}
-	actx, stopAhead := context.WithCancel(ctx)
-	ahead := keepPartitionsAhead(actx, st, opt.Now, log)
-	steps = append(steps, func(context.Context) { stopAhead(); <-ahead })
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	aheadFailures := promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "ledgerd_partitions_ahead_failures_total",
+		Help: "Failed attempts to create this month's and next month's attempts partitions ahead (retried hourly; alert if it keeps rising)."})
+	actx, stopAhead := context.WithCancel(ctx)
+	ahead := keepPartitionsAhead(actx, st, opt.Now, log, aheadFailures)
+	steps = append(steps, func(context.Context) { stopAhead(); <-ahead })
 	llm := llmmetrics.New(st.Pool, llmmetrics.Options{Logger: log})
 	reg.MustRegister(llm)
 	writer := ingest.NewWriter(st, PriceFunc(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe})
@@ -237,9 +240,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 
 // keepPartitionsAhead creates this month's and next month's attempts partitions at once and then
 // every hour, so that no commit has to (store.PartitionsAhead says why); should a long read hold
-// the table, it tries again an hour later. It stops when ctx ends, and closes the channel it
-// returns then.
-func keepPartitionsAhead(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) <-chan struct{} {
+// the table, it counts a failure and tries again an hour later. It stops when ctx ends, and
+// closes the channel it returns then.
+func keepPartitionsAhead(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger, failures prometheus.Counter) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -247,6 +250,7 @@ func keepPartitionsAhead(ctx context.Context, st *store.Store, now func() time.T
 		defer tick.Stop()
 		for {
 			if err := st.PartitionsAhead(ctx, now(), 5*time.Second); err != nil && ctx.Err() == nil {
+				failures.Inc()
 				log.Warn("create the attempts partitions ahead; trying again in an hour", "err", err)
 			}
 			select {
