@@ -411,8 +411,8 @@ func (w *Writer) loop() {
 	}
 }
 
-// commit writes the jobs in one transaction, retrying deadlocks and serialization failures, and
-// reports to each job.
+// commit writes the jobs in one transaction, retrying deadlocks, serialization failures and a
+// partition dropped under it, and reports to each job.
 func (w *Writer) commit(jobs []*job) {
 	start := time.Now()
 	var err error
@@ -420,6 +420,12 @@ func (w *Writer) commit(jobs []*job) {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opt.FlushTimeout)
 		err = w.flush(ctx, jobs)
 		cancel()
+		if store.IsNoPartition(err) {
+			// A month this writer knew was dropped since (retention, by another process): the
+			// next try makes its partition again.
+			w.st.ForgetPartitions()
+			continue
+		}
 		if err == nil || !retryable(err) {
 			break
 		}

@@ -197,3 +197,43 @@ func TestHourBucketsAreUTC(t *testing.T) {
 		t.Fatalf("bucket %v, want %v", bucket.UTC(), want)
 	}
 }
+
+// TestSubmitIntoDroppedMonth checks that a record for a month another process dropped for
+// retention, after this writer had cached its partition, is stored in the partition made again,
+// and does not fail the commit it shares with other records.
+func TestSubmitIntoDroppedMonth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w, st := newWriter(t, ingest.Options{})
+	p, err := st.EnsureProject(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2026, 8, 20, 10, 0, 0, 0, time.UTC)
+	if _, err := w.Submit(ctx, p.ID, []schema.Attempt{attempt("before-drop", old, 1, schema.StatusOK)}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, c := range []struct {
+		name string
+		recs []schema.Attempt
+		want ingest.Result
+	}{
+		{"new records", []schema.Attempt{attempt("late-1", old, 1, schema.StatusOK), attempt("a-now", now, 1, schema.StatusOK)}, ingest.Result{Accepted: 2}},
+		{"with a duplicate", []schema.Attempt{attempt("late-2", old, 1, schema.StatusOK), attempt("a-now", now, 1, schema.StatusOK)}, ingest.Result{Accepted: 1, Duplicates: 1}}, // a-now again: the exact insert stores late-2
+	} {
+		// Each time, another process (`ledgerd partitions drop`) drops the month this writer has
+		// cached first.
+		if _, err := store.New(st.Pool).DropPartitionsBefore(ctx, time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := w.Submit(ctx, p.ID, c.recs)
+		if err != nil || res != c.want {
+			t.Fatalf("%s: %+v, %v; want %+v", c.name, res, err, c.want)
+		}
+		var n int
+		if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM attempts WHERE attempt_id = $1`, c.recs[0].AttemptID).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%s: %s stored %d times (%v)", c.name, c.recs[0].AttemptID, n, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // partitionLock serialises partition DDL across replicas.
@@ -107,6 +108,22 @@ func (s *Store) createPartitions(ctx context.Context, months []time.Time, lockWa
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// ForgetPartitions empties the cache of known partitions, so the next EnsurePartitions makes
+// sure of each month again. A writer calls it when a commit found a cached partition gone: another
+// process (`ledgerd partitions drop`) dropped that month.
+func (s *Store) ForgetPartitions() {
+	s.mu.Lock()
+	clear(s.partitions)
+	s.mu.Unlock()
+}
+
+// IsNoPartition tells whether err is PostgreSQL refusing a row of attempts for want of a
+// partition of its month.
+func IsNoPartition(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation")
 }
 
 // Partitions lists the attempts partitions that exist, oldest first.
