@@ -34,6 +34,8 @@ func healthDashboard() Dashboard {
 				Queries: []Query{
 					{PromQL: `sum(rate(` + rate("ledgerd_writer_flush_failures_total") + `))`, Legend: "failed commits"},
 					{PromQL: `sum(rate(` + rate("ledgerd_ingest_shed_total") + `))`, Legend: "shed ingest requests"},
+					{PromQL: `sum(rate(` + rate("ledgerd_rollup_fold_failures_total") + `))`, Legend: "failed rollup folds"},
+					{PromQL: `sum(rate(` + rate("ledgerd_partitions_ahead_failures_total") + `))`, Legend: "failed tries to create partitions ahead"},
 				}},
 			{Title: "HTTP p99 latency by route", Kind: TimeSeries, Unit: "s", Width: 8, Height: 8,
 				Queries: []Query{{PromQL: `histogram_quantile(0.99, sum by (le, route) (rate(` + rate("ledgerd_http_request_duration_seconds_bucket") + `)))`, Legend: "{{route}}"}}},
