@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/ledgerd/ledgerd/app"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/store"
@@ -72,13 +70,9 @@ func rec(id string, at time.Time) map[string]any {
 // every record answered 2xx must be in the database afterwards, and Run must return cleanly.
 func TestShutdownCommitsAccepted(t *testing.T) {
 	t.Parallel()
-	dbURL := dbtest.NewURL(t)
+	pool := dbtest.New(t)
+	dbURL := pool.Config().ConnString()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	key, err := store.New(pool).CreateKey(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)
@@ -181,17 +175,14 @@ func TestEmbeddedDefault(t *testing.T) {
 // and of the next one, before any record arrives.
 func TestPartitionsAhead(t *testing.T) {
 	t.Parallel()
-	dbURL := dbtest.NewURL(t)
+	pool := dbtest.New(t)
+	dbURL := pool.Config().ConnString()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	clock := time.Date(2031, 12, 20, 8, 0, 0, 0, time.UTC)
 	start(t, app.Options{DatabaseURL: dbURL, Now: func() time.Time { return clock }})
 	want := []string{"attempts_p203112", "attempts_p203201"}
 	var got []string
+	var err error
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if got, err = store.New(pool).Partitions(ctx); err != nil {
 			t.Fatal(err)

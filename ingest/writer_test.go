@@ -39,13 +39,18 @@ func attempt(id string, at time.Time, no int, status schema.Status) schema.Attem
 	return a
 }
 
-func newWriter(t *testing.T, opt ingest.Options) (*ingest.Writer, *store.Store) {
+// newWriter starts a writer on a new ledger holding one project, "acme", whose id it returns.
+func newWriter(t *testing.T, opt ingest.Options) (*ingest.Writer, *store.Store, int64) {
 	t.Helper()
 	st := store.New(dbtest.New(t))
+	p, err := st.EnsureProject(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opt.Registerer = prometheus.NewRegistry()
 	w := ingest.NewWriter(st, flatPrice, opt)
 	t.Cleanup(func() { _ = w.Close(context.Background()) })
-	return w, st
+	return w, st, p.ID
 }
 
 // TestSubmitDuplicates checks that a record delivered again, in the same request, a later request
@@ -53,11 +58,7 @@ func newWriter(t *testing.T, opt ingest.Options) (*ingest.Writer, *store.Store) 
 func TestSubmitDuplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	w, st := newWriter(t, ingest.Options{})
-	p, err := st.EnsureProject(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, st, project := newWriter(t, ingest.Options{})
 	at := time.Date(2026, 10, 3, 10, 15, 0, 123456789, time.UTC)
 	a := attempt("a1", at, 1, schema.StatusOK)
 	b := attempt("a2", at.Add(time.Minute), 2, schema.StatusError)
@@ -75,7 +76,7 @@ func TestSubmitDuplicates(t *testing.T) {
 		{"twice, sent differently", []schema.Attempt{first, again}, ingest.Result{Accepted: 1, Duplicates: 1}}, // the first is stored
 	}
 	for _, c := range cases {
-		got, err := w.Submit(ctx, p.ID, c.recs)
+		got, err := w.Submit(ctx, project, c.recs)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -117,11 +118,7 @@ func TestSubmitDuplicates(t *testing.T) {
 func TestConcurrentSubmitters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	w, st := newWriter(t, ingest.Options{Flushers: 2})
-	p, err := st.EnsureProject(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, st, project := newWriter(t, ingest.Options{Flushers: 2})
 	base := time.Date(2026, 10, 31, 23, 0, 0, 0, time.UTC) // spans a month boundary
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -134,7 +131,7 @@ func TestConcurrentSubmitters(t *testing.T) {
 				n := (c*50 + i) % 600 // clients overlap: some records are sent twice
 				a := attempt(fmt.Sprintf("r%d", n), base.Add(time.Duration(n)*5*time.Second), 1+n%3, schema.StatusOK)
 				a.Model = []string{"claude-haiku-5-5", "free-model"}[n%2]
-				res, err := w.Submit(ctx, p.ID, []schema.Attempt{a})
+				res, err := w.Submit(ctx, project, []schema.Attempt{a})
 				if err != nil {
 					t.Error(err)
 					return
@@ -204,13 +201,9 @@ func TestHourBucketsAreUTC(t *testing.T) {
 func TestSubmitIntoDroppedMonth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	w, st := newWriter(t, ingest.Options{})
-	p, err := st.EnsureProject(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, st, project := newWriter(t, ingest.Options{})
 	old := time.Date(2026, 8, 20, 10, 0, 0, 0, time.UTC)
-	if _, err := w.Submit(ctx, p.ID, []schema.Attempt{attempt("before-drop", old, 1, schema.StatusOK)}); err != nil {
+	if _, err := w.Submit(ctx, project, []schema.Attempt{attempt("before-drop", old, 1, schema.StatusOK)}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
@@ -227,7 +220,7 @@ func TestSubmitIntoDroppedMonth(t *testing.T) {
 		if _, err := store.New(st.Pool).DropPartitionsBefore(ctx, time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)); err != nil {
 			t.Fatal(err)
 		}
-		res, err := w.Submit(ctx, p.ID, c.recs)
+		res, err := w.Submit(ctx, project, c.recs)
 		if err != nil || res != c.want {
 			t.Fatalf("%s: %+v, %v; want %+v", c.name, res, err, c.want)
 		}

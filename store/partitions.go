@@ -65,7 +65,8 @@ func (s *Store) PartitionsAhead(ctx context.Context, now time.Time, lockWait tim
 		s.partitions[n] = true
 	}
 	var missing []time.Time
-	for _, m := range []time.Time{monthStart(now), monthStart(now).AddDate(0, 1, 0)} {
+	this := monthStart(now)
+	for _, m := range []time.Time{this, this.AddDate(0, 1, 0)} {
 		if !s.partitions[PartitionName(m)] {
 			missing = append(missing, m)
 		}
@@ -128,17 +129,40 @@ func IsNoPartition(err error) bool {
 
 // Partitions lists the attempts partitions that exist, oldest first.
 func (s *Store) Partitions(ctx context.Context) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT c.relname FROM pg_inherits i
+	parts, err := s.partitionList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
+	}
+	return names, nil
+}
+
+// partition is one partition of attempts; pending when a concurrent detach of it was left half
+// done.
+type partition struct {
+	name    string
+	pending bool
+}
+
+// partitionList lists the attempts partitions, oldest first.
+func (s *Store) partitionList(ctx context.Context) ([]partition, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT c.relname, i.inhdetachpending FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
 		WHERE p.relname = 'attempts' ORDER BY c.relname`)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	parts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition, error) {
+		var p partition
+		return p, r.Scan(&p.name, &p.pending)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
-	return names, nil
+	return parts, nil
 }
 
 // DropPartitionsBefore drops the raw attempts of every month that ends on or before cutoff, for
@@ -150,22 +174,9 @@ func (s *Store) Partitions(ctx context.Context) ([]string, error) {
 // reads without blocking anyone. A detach left half done (the command interrupted) is finished
 // by the next run.
 func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT c.relname, i.inhdetachpending FROM pg_inherits i
-		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
-		WHERE p.relname = 'attempts' ORDER BY c.relname`)
+	parts, err := s.partitionList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
-	}
-	type partition struct {
-		name    string
-		pending bool
-	}
-	parts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition, error) {
-		var p partition
-		return p, r.Scan(&p.name, &p.pending)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
+		return nil, err
 	}
 	limit := PartitionName(monthStart(cutoff))
 	var dropped []string

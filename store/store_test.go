@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/store"
 )
@@ -88,7 +90,7 @@ func TestPartitions(t *testing.T) {
 	if want := "attempts_p202609 attempts_p202610 attempts_p202611"; strings.Join(got, " ") != want {
 		t.Fatalf("partitions %v, want %s", got, want)
 	}
-	dropped, err := st.DropPartitionsBefore(ctx, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	dropped, err := st.DropPartitionsBefore(ctx, novemberFirst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,18 +128,11 @@ func TestPartitionsAhead(t *testing.T) {
 
 	// A reader of attempts holds off the next partition: PartitionsAhead fails after its wait,
 	// and succeeds once the read ends.
-	tx, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
-		t.Fatal(err)
-	}
+	tx := readingAttempts(t, st)
 	later := time.Date(2027, 1, 15, 0, 0, 0, 0, time.UTC)       // needs 2027-02
 	bounded, cancel := context.WithTimeout(ctx, 10*time.Second) // without the lock wait, it would wait for the reader
 	defer cancel()
-	err = store.New(st.Pool).PartitionsAhead(bounded, later, 200*time.Millisecond)
+	err := store.New(st.Pool).PartitionsAhead(bounded, later, 200*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
 		t.Fatalf("behind a reader: %v, want a lock timeout", err)
 	}
@@ -152,31 +147,50 @@ func TestPartitionsAhead(t *testing.T) {
 	}
 }
 
+// septemberAndNovember returns a store on a new ledger with the partitions of September and
+// November 2026, for drops before novemberFirst.
+func septemberAndNovember(t *testing.T) *store.Store {
+	t.Helper()
+	st := store.New(dbtest.New(t))
+	if err := st.EnsurePartitions(context.Background(), time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var novemberFirst = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// readingAttempts begins a transaction that has read attempts, as a long dashboard query would,
+// and so holds its lock on the table until rolled back (at the latest when the test ends).
+func readingAttempts(t *testing.T, st *store.Store) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // TestDropPartitionsBehindReader checks that retention does not stall the ledger: while a long
 // read holds attempts, dropping an old month waits for it, and other reads (and so commits) of
 // attempts go on meanwhile instead of queueing behind the drop.
 func TestDropPartitionsBehindReader(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := store.New(dbtest.New(t))
-	if err := st.EnsurePartitions(ctx, time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
-	reader, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Rollback(ctx)
-	if _, err := reader.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
-		t.Fatal(err)
-	}
+	st := septemberAndNovember(t)
+	reader := readingAttempts(t, st)
 	type result struct {
 		dropped []string
 		err     error
 	}
 	done := make(chan result, 1)
 	go func() {
-		d, err := st.DropPartitionsBefore(ctx, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+		d, err := st.DropPartitionsBefore(ctx, novemberFirst)
 		done <- result{d, err}
 	}()
 	// Wait until the drop waits for the reader.
@@ -214,21 +228,11 @@ func TestDropPartitionsBehindReader(t *testing.T) {
 func TestDropPartitionsFinishesDetach(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := store.New(dbtest.New(t))
-	if err := st.EnsurePartitions(ctx, time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
-	reader, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Rollback(ctx)
-	if _, err := reader.Exec(ctx, `SELECT count(*) FROM attempts`); err != nil {
-		t.Fatal(err)
-	}
+	st := septemberAndNovember(t)
+	reader := readingAttempts(t, st)
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := st.DropPartitionsBefore(short, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)); err == nil {
+	if _, err := st.DropPartitionsBefore(short, novemberFirst); err == nil {
 		t.Fatal("the drop did not wait for the reader")
 	}
 	var pending bool
@@ -238,7 +242,7 @@ func TestDropPartitionsFinishesDetach(t *testing.T) {
 	if err := reader.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dropped, err := st.DropPartitionsBefore(ctx, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	dropped, err := st.DropPartitionsBefore(ctx, novemberFirst)
 	if err != nil || strings.Join(dropped, " ") != "attempts_p202609" {
 		t.Fatalf("dropped %v, %v", dropped, err)
 	}
