@@ -39,17 +39,17 @@ fuzz:
 
 # bench: ingest against raw COPY in one run (the median of five), 64 one-record clients in
 # process and against the binary (at saturation, then paced at the target's 10,000 records/s; each
-# followed by a bare net/http server under the same client, load/floor, for the machine's speed),
+# followed by a bare net/http server under the same client, cmd/loadfloor, for the machine's speed),
 # sustained batched ingest against the binary (live, then a week's backfill), and the analytics
 # endpoints against GROUP BY over raw rows.
 bench:
-	LEDGERD_BENCH_RECORDS=300000 $(GO) test -run '^$$' -bench 'IngestVsCopy' -benchtime 5x ./drills/
-	$(GO) test -run '^$$' -bench 'IngestSingle' -benchtime 1x ./drills/
+	LEDGERD_BENCH_RECORDS=300000 $(GO) test -run '^$$' -bench 'IngestVsCopy' -benchtime 5x ./internal/drills/
+	$(GO) test -run '^$$' -bench 'IngestSingle' -benchtime 1x ./internal/drills/
 	bash scripts/ingest-load.sh 30s 64 1
 	RATE=10000 bash scripts/ingest-load.sh 30s 64 1
 	bash scripts/ingest-load.sh 60s 4 1000
 	DAYS=7 bash scripts/ingest-load.sh 90s 4 1000
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./analytics/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/analytics/
 
 # demo: ledgerd on its own embedded database (.ledgerd-demo) with 30 days of synthetic history,
 # on 127.0.0.1:8080 until Ctrl-C.
@@ -59,7 +59,7 @@ demo:
 
 # drills: the long reliability drills (about 6 minutes); make test runs the short ones.
 drills:
-	LEDGERD_DRILLS=long $(GO) test -count=1 -v -timeout 60m -run '^Test' ./drills/
+	LEDGERD_DRILLS=long $(GO) test -count=1 -v -timeout 60m -run '^Test' ./internal/drills/
 
 # load: synthetic traffic to a running ledgerd, e.g.
 #   make load LEDGERD_KEY=ldg_... LOAD_ARGS="--rate 2000 --duration 5m"

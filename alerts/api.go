@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // AlertView is an alert as GET /v1/alerts shows it.
@@ -84,8 +84,8 @@ const maxHistory = 1000
 
 // Mount adds GET /alerts to the API group (behind a project key): the project's alerts, their
 // history and the receivers' status.
-func (e *Evaluator) Mount(api *echo.Group) {
-	api.GET("/alerts", e.list)
+func (e *Evaluator) Mount(s *server.Server) {
+	s.API.GET("/alerts", e.list)
 }
 
 func (e *Evaluator) list(c echo.Context) error {

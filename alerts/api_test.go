@@ -15,14 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ledgerd/ledgerd/alerts"
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // apiServer serves the evaluator's routes behind the real API-key middleware.
 func apiServer(t *testing.T, l *ledger, ev *alerts.Evaluator, reg *prometheus.Registry) string {
 	t.Helper()
 	srv := server.New(server.Options{Store: l.st, Registry: reg})
-	ev.Mount(srv.API)
+	ev.Mount(srv)
 	hs := httptest.NewServer(srv.Echo)
 	t.Cleanup(hs.Close)
 	return hs.URL

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -26,7 +26,7 @@ func evalBudget(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) 
 	local := ec.now.In(ec.tz)
 	month := time.Date(local.Year(), local.Month(), 1, 0, 0, 0, 0, ec.tz)
 	// The projection is taken at the evaluation's instant, like every other rule.
-	p, err := analytics.New(ec.pool, ec.tz, func() time.Time { return ec.now }).Projection(ctx, ec.project.ID, month, r.Service)
+	p, err := analytics.New(analytics.Options{Pool: ec.pool, Timezone: ec.tz, Now: func() time.Time { return ec.now }}).Projection(ctx, ec.project.ID, month, r.Service)
 	if err != nil {
 		return nil, fmt.Errorf("project month spend: %w", err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerd/ledgerd/alerts/notify"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // Options are what an Evaluator is built from besides its configuration.

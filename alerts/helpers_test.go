@@ -20,9 +20,9 @@ import (
 	"github.com/ledgerd/ledgerd/alerts/notify"
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // testPrice prices tokens simply so expected figures are easy to state: input 1,000 nano-dollars

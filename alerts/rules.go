@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // sample is one scope a rule finds in breach at one evaluation: the scope's labels (service,

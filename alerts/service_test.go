@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/internal/app"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
-	"github.com/ledgerd/ledgerd/store"
+	"github.com/ledgerd/ledgerd/internal/store"
 )
 
 // TestService starts the whole ledgerd with a configuration file, posts a retry storm to

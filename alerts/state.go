@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/alerts/notify"
-	"github.com/ledgerd/ledgerd/store"
+	"github.com/ledgerd/ledgerd/internal/store"
 )
 
 // The states an alert moves through: pending while its rule's `for` has not yet passed, firing,

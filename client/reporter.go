@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ledgerd/ledgerd/retryafter"
+	"github.com/ledgerd/ledgerd/internal/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 )
 
@@ -320,13 +320,6 @@ const (
 	resultFailed                 // any other answer: the batch cannot be sent
 )
 
-// answer is ledgerd's 2xx body.
-type answer struct {
-	Accepted   int                `json:"accepted"`
-	Duplicates int                `json:"duplicates"`
-	Rejected   []schema.Rejection `json:"rejected"`
-}
-
 // send delivers one batch, retrying as needed; a batch ledgerd finds too large is split in halves.
 func (r *Reporter) send(batch []schema.Attempt) {
 	if len(batch) == 0 {
@@ -413,8 +406,8 @@ const maxAnswer = 1 << 20
 
 // post makes one request. It returns what it came to, the 2xx answer, the Retry-After wait, and a
 // description of a failure for logs (never the API key).
-func (r *Reporter) post(body []byte, gzipped bool) (result, answer, time.Duration, string) {
-	var ans answer
+func (r *Reporter) post(body []byte, gzipped bool) (result, schema.IngestResponse, time.Duration, string) {
+	var ans schema.IngestResponse
 	ctx, cancel := context.WithTimeout(r.ctx, r.sendTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
@@ -441,7 +434,7 @@ func (r *Reporter) post(body []byte, gzipped bool) (result, answer, time.Duratio
 		if err != nil || json.Unmarshal(raw, &ans) != nil {
 			// A 2xx means committed: count the whole batch as sent.
 			r.log.Warn("ledgerd client: unreadable answer to a committed batch", "answer", detail)
-			ans = answer{Accepted: -1}
+			ans = schema.IngestResponse{Accepted: -1}
 		}
 		return resultDone, ans, 0, ""
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
@@ -466,7 +459,7 @@ func snippet(b []byte) string {
 }
 
 // account counts a committed batch and logs the records ledgerd refused.
-func (r *Reporter) account(batch []schema.Attempt, ans answer) {
+func (r *Reporter) account(batch []schema.Attempt, ans schema.IngestResponse) {
 	if ans.Accepted < 0 {
 		r.m.sent.Add(float64(len(batch)))
 		return

@@ -100,7 +100,7 @@ func (s *ledgerStub) serve(w http.ResponseWriter, r *http.Request) {
 		s.committed = append(s.committed, batch.Records)
 		s.gzipped = append(s.gzipped, gz)
 		s.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(answer{Accepted: len(batch.Records), Rejected: batch.Rejected})
+		_ = json.NewEncoder(w).Encode(schema.IngestResponse{Accepted: len(batch.Records), Rejected: batch.Rejected})
 	case -1:
 		panic(http.ErrAbortHandler)
 	default:

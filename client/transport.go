@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ledgerd/ledgerd/retryafter"
+	"github.com/ledgerd/ledgerd/internal/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 )
 

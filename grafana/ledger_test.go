@@ -12,9 +12,9 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // ledgerTZ is the ledger's timezone in these tests: a half-hour offset, so local days do not

@@ -11,8 +11,8 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // ledgerCounts are the attempts the raw table holds and each rollup counts, and the rows still

@@ -31,9 +31,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // Errors Submit returns; the HTTP layer answers all three with 503 and Retry-After.

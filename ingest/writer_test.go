@@ -12,9 +12,9 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // flatPrice charges one nano-dollar per token of any kind, so expected costs are easy to state;

@@ -31,6 +31,16 @@ func (e *FieldError) Error() string {
 	return e.Field + ": " + e.Reason
 }
 
+// IngestResponse is ledgerd's answer to POST /v1/attempts: valid records are committed (Accepted
+// new ones, Duplicates already stored) and invalid ones listed by position (partial success, as
+// OTLP does); Error says why a whole body was refused.
+type IngestResponse struct {
+	Accepted   int         `json:"accepted"`
+	Duplicates int         `json:"duplicates"`
+	Rejected   []Rejection `json:"rejected"`
+	Error      string      `json:"error,omitempty"`
+}
+
 // Rejection is one refused record of a batch, by its zero-based position in the body.
 type Rejection struct {
 	Index int    `json:"index"`

@@ -10,10 +10,10 @@
 # load generator share the machine; CPUS (e.g. "0,1") pins ledgerd with taskset.
 #
 # One record a request is posted by wrk (Debian's package, installed here if missing) with
-# load/wrk/single.lua: a Go net/http client spends more than twice wrk's CPU per request, taken
+# scripts/wrk/single.lua: a Go net/http client spends more than twice wrk's CPU per request, taken
 # from the same two cores. RATE=10000 paces wrk at that many records/s, to read the latency at the
 # target load instead of at saturation. wrk posts for WARMUP (2s) before the measured run.
-# After a wrk run, the same client posts to load/floor, a bare net/http server that stores nothing,
+# After a wrk run, the same client posts to cmd/loadfloor, a bare net/http server that stores nothing,
 # for FLOOR_DURATION (10s; FLOOR=0 skips it): the machine's speed at that moment, as ledgerd's
 # rate and CPU a request over the floor's. LOADER=ledgerload posts with ledgerload instead, as
 # every batched run does. DAYS=7 (ledgerload)
@@ -43,7 +43,7 @@ trap cleanup EXIT
 
 go build -o "$work/ledgerd" ./cmd/ledgerd
 go build -o "$work/ledgerload" ./cmd/ledgerload
-go build -o "$work/floor" ./load/floor
+go build -o "$work/floor" ./cmd/loadfloor
 psql "$base" -qc "CREATE DATABASE ${db}"
 "$work/ledgerd" migrate --database-url "$url" >/dev/null
 key=$("$work/ledgerd" keys create --project load --database-url "$url")
@@ -73,7 +73,7 @@ echo "ledgerd at $addr; $clients clients ($loader), $batch record(s) a request, 
 threads=$(nproc)
 wrk_run() {
 	LEDGERD_KEY="$key" wrk --threads "$threads" --connections "$clients" --duration "$1" \
-		--script load/wrk/single.lua "http://$addr" -- "${RATE:-0}" "$threads"
+		--script scripts/wrk/single.lua "http://$addr" -- "${RATE:-0}" "$threads"
 }
 if [[ "$loader" == wrk ]]; then
 	command -v wrk >/dev/null || bash scripts/install-deps.sh wrk >&2
@@ -129,7 +129,7 @@ curl -s "http://$addr/metrics" | grep -E '^ledgerd_(rollup_fold_(seconds_sum|sec
 psql "$url" -qAtc "SELECT 'pending rollup tables: ' || pg_size_pretty(sum(pg_total_relation_size(relid))) FROM pg_stat_user_tables WHERE relname LIKE 'pending\_%'"
 psql "$url" -qAtc "SELECT 'committed rows in attempts: ' || count(*) FROM attempts"
 if [[ "$loader" == wrk && "${FLOOR:-1}" != 0 ]]; then
-	# The floor: a bare net/http server (load/floor) under the same wrk client, right after
+	# The floor: a bare net/http server (cmd/loadfloor) under the same wrk client, right after
 	# ledgerd, for the machine's speed at this moment (ledgerd is stopped first).
 	kill "$pid" && wait "$pid" 2>/dev/null || true
 	pid=""

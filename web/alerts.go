@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledgerd/ledgerd/alerts"
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // AlertSource lists a project's alerts: the current ones, the latest firings and resolutions, and

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/ledgerd/ledgerd/server"
-	"github.com/ledgerd/ledgerd/store"
+	"github.com/ledgerd/ledgerd/internal/server"
+	"github.com/ledgerd/ledgerd/internal/store"
 )
 
 // Cookie names. The login cookie carries the login form's CSRF token (double submit).
@@ -43,7 +43,7 @@ func (h *Handler) project(ctx context.Context, secret string) (store.Project, er
 	if h.isViewerToken(secret) {
 		return h.viewerProject(ctx)
 	}
-	p, err := h.opt.Server.Authenticate(ctx, secret)
+	p, err := h.srv.Authenticate(ctx, secret)
 	if errors.Is(err, store.ErrBadKey) {
 		return store.Project{}, errRefused
 	}

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/analytics/gen"
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/seed"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 var (
@@ -41,7 +41,7 @@ func BenchmarkPages(b *testing.B) {
 	st, have := benchStore(b)
 	loaded := time.Now()
 	if have == 0 {
-		if _, err := gen.Load(ctx, st, gen.Options{Records: *benchRecords, Seed: 42, End: now, Days: 30, Price: app.PriceFunc(catalog)}); err != nil {
+		if _, err := seed.Load(ctx, st, seed.Options{Records: *benchRecords, Seed: 42, End: now, Days: 30, Price: ingest.CatalogPrice(catalog)}); err != nil {
 			b.Fatal(err)
 		}
 	} else if have != *benchRecords {

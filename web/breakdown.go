@@ -6,8 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ledgerd/ledgerd/analytics"
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // statRow is one row of a breakdown table: a group's name, where it drills down to, and its

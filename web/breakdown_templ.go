@@ -9,7 +9,7 @@ package web
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/ledgerd/ledgerd/analytics"
+import "github.com/ledgerd/ledgerd/internal/analytics"
 
 // breakdownView is the models page and the services page with its drill-downs.
 func breakdownView(f frame, d breakdownData, path string) templ.Component {

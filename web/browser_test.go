@@ -19,10 +19,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/internal/app"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // startLedgerd runs the whole service in-process on 127.0.0.1:0 with the test clock, posts the

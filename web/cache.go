@@ -6,8 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ledgerd/ledgerd/analytics"
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // cacheData is what the cache page shows.

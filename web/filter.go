@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/schema"
 )
 

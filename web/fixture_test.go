@@ -18,14 +18,13 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ledgerd/ledgerd/alerts"
-	"github.com/ledgerd/ledgerd/analytics"
-	"github.com/ledgerd/ledgerd/app"
 	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/server"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/server"
-	"github.com/ledgerd/ledgerd/store"
 	"github.com/ledgerd/ledgerd/web"
 )
 
@@ -192,7 +191,7 @@ func serve(t testing.TB, st *store.Store, clk *clock, viewer string) (string, *i
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	w := ingest.NewWriter(st, app.PriceFunc(catalog), ingest.Options{Registerer: reg})
+	w := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Registerer: reg})
 	t.Cleanup(func() { _ = w.Close(context.Background()) })
 	srv := server.New(server.Options{Store: st, Writer: w, Registry: reg, Now: clk.Now})
 	cfg, err := alerts.Parse(nil)
@@ -200,12 +199,13 @@ func serve(t testing.TB, st *store.Store, clk *clock, viewer string) (string, *i
 		t.Fatal(err)
 	}
 	ev := alerts.New(cfg, alerts.Options{Pool: st.Pool, Now: clk.Now, Sync: w.Sync})
-	err = web.Mount(context.Background(), web.Options{Server: srv, Store: st,
-		Analytics: analytics.New(st.Pool, time.UTC, clk.Now), Catalog: catalog, Alerts: ev, AlertRules: cfg.Rules,
+	h, err := web.New(context.Background(), web.Options{Store: st,
+		Analytics: analytics.New(analytics.Options{Pool: st.Pool, Timezone: time.UTC, Now: clk.Now}), Catalog: catalog, Alerts: ev, AlertRules: cfg.Rules,
 		Timezone: time.UTC, Now: clk.Now, ViewerToken: viewer, ViewerProject: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.Mount(srv)
 	hs := httptest.NewServer(srv.Echo)
 	t.Cleanup(hs.Close)
 	return hs.URL, w, ev

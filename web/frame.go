@@ -3,7 +3,7 @@ package web
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // frame is what every page's layout shows around its content.

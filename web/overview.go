@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ledgerd/ledgerd/alerts"
-	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/server"
 	"github.com/ledgerd/ledgerd/money"
-	"github.com/ledgerd/ledgerd/server"
 )
 
 // topN is how many services and operations the overview lists.

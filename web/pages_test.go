@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -138,7 +138,7 @@ func TestPageFigures(t *testing.T) {
 	})
 	t.Run("projection is the analytics projection", func(t *testing.T) {
 		t.Parallel()
-		p, err := analytics.New(s.st.Pool, time.UTC, s.clock.Now).Projection(context.Background(), projectID(t, s, "acme"), now, "")
+		p, err := analytics.New(analytics.Options{Pool: s.st.Pool, Timezone: time.UTC, Now: s.clock.Now}).Projection(context.Background(), projectID(t, s, "acme"), now, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func TestBudget(t *testing.T) {
 		}
 		want := c.want
 		if strings.HasSuffix(want, " on ") {
-			p, err := analytics.New(s.st.Pool, time.UTC, s.clock.Now).Projection(ctx, projectID(t, s, "acme"), now, "")
+			p, err := analytics.New(analytics.Options{Pool: s.st.Pool, Timezone: time.UTC, Now: s.clock.Now}).Projection(ctx, projectID(t, s, "acme"), now, "")
 			if err != nil || p.BudgetCrossedOn == nil {
 				t.Fatalf("%s: projection %+v, %v", c.name, p, err)
 			}

@@ -6,10 +6,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/server"
 	"github.com/ledgerd/ledgerd/money"
-	"github.com/ledgerd/ledgerd/prices"
 	"github.com/ledgerd/ledgerd/pricing"
-	"github.com/ledgerd/ledgerd/server"
 )
 
 // priceRow is one model of the catalog with the price version in force.
@@ -24,7 +24,7 @@ type priceRow struct {
 type pricesData struct {
 	Rows []priceRow
 	// Unpriced are the models the ledger has attempts of that carry no cost, all time.
-	Unpriced []prices.UnpricedModel
+	Unpriced []analytics.UnpricedModel
 }
 
 // pricesPage shows the catalog in force and the models seen in the ledger that it could not price.
@@ -34,7 +34,7 @@ func (h *Handler) pricesPage(c echo.Context) error {
 		return err
 	}
 	var d pricesData
-	if d.Unpriced, err = prices.Unpriced(c.Request().Context(), h.opt.Store.Pool, h.opt.Catalog, server.ProjectOf(c).ID); err != nil {
+	if d.Unpriced, err = analytics.Unpriced(c.Request().Context(), h.opt.Store.Pool, h.opt.Catalog, server.ProjectOf(c).ID); err != nil {
 		return h.dataError(err)
 	}
 	now := h.now()

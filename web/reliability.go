@@ -5,8 +5,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ledgerd/ledgerd/alerts"
-	"github.com/ledgerd/ledgerd/analytics"
-	"github.com/ledgerd/ledgerd/server"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/server"
 )
 
 // reliabilityData is what the reliability page shows.

@@ -22,17 +22,15 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledgerd/ledgerd/alerts"
-	"github.com/ledgerd/ledgerd/analytics"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/server"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
-	"github.com/ledgerd/ledgerd/server"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // Options are what the dashboard is built from.
 type Options struct {
-	// Server is the HTTP front the pages mount on; API keys are resolved through it.
-	Server *server.Server
-	Store  *store.Store
+	Store *store.Store
 	// Analytics answers every figure the pages show.
 	Analytics *analytics.Service
 	// Catalog is the price catalog in force, for the prices page.
@@ -57,14 +55,15 @@ type Options struct {
 // Handler serves the dashboard.
 type Handler struct {
 	opt    Options
+	srv    *server.Server
 	assets *assets
 	sign   signer
 	csrf   *http.CrossOriginProtection
 }
 
-// Mount builds the dashboard and adds its routes to opt.Server: the pages, /login, /logout and
-// /static/. It reads (or creates, once for every replica) the session signing secret.
-func Mount(ctx context.Context, opt Options) error {
+// New builds the dashboard. It reads (or creates, once for every replica) the session signing
+// secret.
+func New(ctx context.Context, opt Options) (*Handler, error) {
 	if opt.Timezone == nil {
 		opt.Timezone = time.UTC
 	}
@@ -78,19 +77,25 @@ func Mount(ctx context.Context, opt Options) error {
 		opt.SessionTTL = 12 * time.Hour
 	}
 	if opt.ViewerToken != "" && opt.ViewerProject == "" {
-		return errors.New("dashboard: a viewer token needs a viewer project")
+		return nil, errors.New("dashboard: a viewer token needs a viewer project")
 	}
 	a, err := loadAssets()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secret, err := opt.Store.InitSetting(ctx, secretSetting, randomToken())
 	if err != nil {
-		return fmt.Errorf("dashboard session secret: %w", err)
+		return nil, fmt.Errorf("dashboard session secret: %w", err)
 	}
-	h := &Handler{opt: opt, assets: a, sign: signer{secret: []byte(secret)}, csrf: http.NewCrossOriginProtection()}
-	e := opt.Server.Echo
-	e.GET("/static/*", a.serve)
+	return &Handler{opt: opt, assets: a, sign: signer{secret: []byte(secret)}, csrf: http.NewCrossOriginProtection()}, nil
+}
+
+// Mount adds the dashboard's routes to s: the pages, /login, /logout and /static/. API keys typed
+// at the login are resolved through s.
+func (h *Handler) Mount(s *server.Server) {
+	h.srv = s
+	e := s.Echo
+	e.GET("/static/*", h.assets.serve)
 	e.GET("/login", h.loginPage, h.htmlErrors)
 	e.POST("/login", h.login, h.htmlErrors)
 	e.POST("/logout", h.logout, h.htmlErrors)
@@ -98,7 +103,6 @@ func Mount(ctx context.Context, opt Options) error {
 	for _, p := range h.pages() {
 		g.GET(p.path, p.handler)
 	}
-	return nil
 }
 
 func (h *Handler) now() time.Time { return h.opt.Now() }

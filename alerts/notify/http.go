@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/ledgerd/ledgerd/retryafter"
+	"github.com/ledgerd/ledgerd/internal/retryafter"
 )
 
 // NewClient returns the HTTP client receivers share: it never follows redirects (a redirect could

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ledgerd/ledgerd/estimate"
+	"github.com/ledgerd/ledgerd/internal/estimate"
 	"github.com/ledgerd/ledgerd/pricing"
 )
 

@@ -19,10 +19,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/internal/app"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // fixtureRecords is a week of traffic up to testNow, the one testdata/summary.json records:

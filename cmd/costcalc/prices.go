@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ledgerd/ledgerd/estimate"
+	"github.com/ledgerd/ledgerd/internal/estimate"
 	"github.com/ledgerd/ledgerd/pricing"
 )
 

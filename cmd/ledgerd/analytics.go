@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/ledgerd/ledgerd/analytics"
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/app"
 	"github.com/ledgerd/ledgerd/money"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/internal/dbtest"
-	"github.com/ledgerd/ledgerd/store"
+	"github.com/ledgerd/ledgerd/internal/store"
 )
 
 // TestRollupsAndBudgetCommands runs `ledgerd budget set` and `ledgerd rollups rebuild` on a fresh

@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/otlp"
 	"github.com/ledgerd/ledgerd/migrations"
-	"github.com/ledgerd/ledgerd/otlp"
 )
 
 const usage = `usage: ledgerd <command> [flags]

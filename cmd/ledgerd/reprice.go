@@ -9,10 +9,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/ledgerd/ledgerd/app"
+	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/reprice"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
-	"github.com/ledgerd/ledgerd/reprice"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // runReprice is `ledgerd reprice`: it recomputes stored costs with the catalog the command loads

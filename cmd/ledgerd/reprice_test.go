@@ -11,12 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ledgerd/ledgerd/app"
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
 	"github.com/ledgerd/ledgerd/schema"
-	"github.com/ledgerd/ledgerd/store"
 )
 
 // TestReprice runs `ledgerd reprice` on a ledger whose Claude Haiku 5.5 attempts were priced with
@@ -43,7 +42,7 @@ func TestReprice(t *testing.T) {
 		t.Fatal(err)
 	}
 	tz, _ := time.LoadLocation("America/New_York")
-	w := ingest.NewWriter(st, app.PriceFunc(cat), ingest.Options{Timezone: tz, Registerer: prometheus.NewRegistry()})
+	w := ingest.NewWriter(st, ingest.CatalogPrice(cat), ingest.Options{Timezone: tz, Registerer: prometheus.NewRegistry()})
 	var recs []schema.Attempt
 	// One $0.0000378 call at 03:00 UTC each day: 2026-11-01 to 11-04 local (22:00 or 23:00 the day before).
 	for d := range 4 {
@@ -59,7 +58,7 @@ func TestReprice(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	prices := "../../reprice/testdata/prices-b.yaml"
+	prices := "../../internal/reprice/testdata/prices-b.yaml"
 	cases := []struct {
 		name string
 		args []string

@@ -1,6 +1,6 @@
 // Command ledgerload posts synthetic attempt records to a running ledgerd: steady live load, a
-// backdated history, or the 30-day demo ledger. See `ledgerload -h`; the work is done by package
-// load.
+// backdated history, or the 30-day demo ledger. See `ledgerload -h`; the runs are made by
+// internal/load.
 package main
 
 import (
@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/ledgerd/ledgerd/load"
 )
 
 func main() { os.Exit(run()) }
@@ -20,7 +18,7 @@ func main() { os.Exit(run()) }
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := load.Command(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := command(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	switch {
 	case err == nil:
 		return 0

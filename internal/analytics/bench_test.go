@@ -1,0 +1,212 @@
+package analytics_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/seed"
+	"github.com/ledgerd/ledgerd/internal/server"
+	"github.com/ledgerd/ledgerd/internal/store"
+	"github.com/ledgerd/ledgerd/pricing"
+)
+
+var (
+	benchRecords = flag.Int("records", 200_000, "synthetic attempts BenchmarkEndpoints loads")
+	rawSamples   = flag.Int("raw-samples", 5, "timed runs of each raw GROUP BY in BenchmarkEndpoints")
+	benchDB      = flag.String("bench-db", "", "URL of a database BenchmarkEndpoints loads once and keeps, "+
+		"reusing it when it already holds -records attempts (default: a scratch database)")
+)
+
+// BenchmarkEndpoints loads -records synthetic attempts (30 days, three projects, New York time)
+// into a database of its own, then times each endpoint over HTTP, answered from the rollups, and
+// the same answer computed by GROUP BY over the raw attempts, for the busiest project. It reports
+// the p95 of each (rollup-p95-ms over every b.Loop run, raw-p95-ms over -raw-samples runs) and their
+// ratio (speedup-x). Run it with:
+//
+//	go test -run '^$' -bench Endpoints -timeout 3h ./analytics/ -args -records=10000000
+//
+// With -bench-db=URL (an empty database of its own) the ledger is loaded once and kept for the
+// next runs.
+func BenchmarkEndpoints(b *testing.B) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 4, 15, 30, 0, 0, mustZone(b, "America/New_York"))
+	loaded := time.Now()
+	var l synthLedger
+	if *benchDB != "" {
+		l = keptSynth(b, *benchDB, *benchRecords, now)
+	} else {
+		l = loadSynth(b, *benchRecords, now)
+	}
+	b.Logf("ledger of %d records ready in %v", *benchRecords, time.Since(loaded).Round(time.Second))
+	if _, err := l.st.Pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	name, err := projectName(ctx, l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := l.st.CreateKey(ctx, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var service string // the busiest service
+	if err := l.st.Pool.QueryRow(ctx, `SELECT s.service FROM rollup_daily r JOIN series s ON s.project_id = r.project_id
+		AND s.id = r.series_id WHERE r.project_id = $1 GROUP BY 1 ORDER BY sum(r.attempts) DESC LIMIT 1`, l.project).Scan(&service); err != nil {
+		b.Fatal(err)
+	}
+	srv := server.New(server.Options{Store: l.st, Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
+	l.svc.Mount(srv)
+	hs := httptest.NewServer(srv.Echo)
+	b.Cleanup(hs.Close)
+
+	week := now.AddDate(0, 0, -6)
+	weekFrom := time.Date(week.Year(), week.Month(), week.Day(), 0, 0, 0, 0, l.tz)
+	to := time.Date(2026, 11, 5, 0, 0, 0, 0, l.tz) // the end of today: the default range's end
+	monthFrom := now.AddDate(0, 0, -30).Truncate(time.Hour)
+	november := time.Date(2026, 11, 1, 0, 0, 0, 0, l.tz)
+	endpoints := []struct {
+		name string
+		path string
+		raw  func() error
+	}{
+		// The default question: the last 7 days by model.
+		{"summary", "/v1/summary?group_by=model", func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, weekFrom, to, l.tz, "model")
+			return err
+		}},
+		// A month's chart: cost per day and model.
+		{"summary-month-by-day", "/v1/summary?group_by=day,model&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,model")
+			return err
+		}},
+		// A month by service, then per day by service and by tenant (each from its narrow rollup).
+		{"summary-month-by-service", "/v1/summary?group_by=service&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "service")
+			return err
+		}},
+		{"summary-month-by-day-service", "/v1/summary?group_by=day,service&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,service")
+			return err
+		}},
+		{"summary-month-by-day-tenant", "/v1/summary?group_by=day,tenant&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,tenant")
+			return err
+		}},
+		// A month of one service by day and model: no narrow rollup keeps both, so rollup_daily.
+		{"summary-month-service-by-day-model", "/v1/summary?group_by=day,model&service=" + url.QueryEscape(service) + "&from=" + monthFrom.Format(time.RFC3339), func() error {
+			_, err := rawServiceSummary(ctx, l.st.Pool, l.project, monthFrom, to, l.tz, "day,model", service)
+			return err
+		}},
+		// This month's projection (the basis days reach into October).
+		{"projection", "/v1/projection", func() error {
+			_, _, err := rawProjection(ctx, l.st.Pool, l.project, november.AddDate(0, 0, -7), november.AddDate(0, 1, 0), l.tz)
+			return err
+		}},
+		// The last 7 days of cache use.
+		{"cache", "/v1/cache", func() error {
+			_, err := rawCache(ctx, l.st.Pool, l.project, weekFrom, to)
+			return err
+		}},
+	}
+	for _, e := range endpoints {
+		b.Run(e.name, func(b *testing.B) {
+			var rollup []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if err := fetch(hs.URL+e.path, key); err != nil {
+					b.Fatal(err)
+				}
+				rollup = append(rollup, time.Since(start))
+			}
+			var raw []time.Duration
+			for range *rawSamples {
+				start := time.Now()
+				if err := e.raw(); err != nil {
+					b.Fatal(err)
+				}
+				raw = append(raw, time.Since(start))
+			}
+			r, w := p95(rollup), p95(raw)
+			b.ReportMetric(ms(r), "rollup-p95-ms")
+			b.ReportMetric(ms(w), "raw-p95-ms")
+			b.ReportMetric(float64(w)/float64(r), "speedup-x")
+		})
+	}
+}
+
+// keptSynth is loadSynth into the database at url, migrated first, which is kept: a database that
+// already holds n attempts is taken as it is, so a 10M-record ledger is loaded once.
+func keptSynth(b *testing.B, url string, n int, now time.Time) synthLedger {
+	ctx := context.Background()
+	pool, have := dbtest.Kept(b, url)
+	st := store.New(pool)
+	tz := mustZone(b, "America/New_York")
+	switch have {
+	case n:
+	case 0:
+		catalog, err := pricing.Load("")
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt := seed.Options{Records: n, Seed: 42, End: now, Days: 30, Timezone: tz, Price: ingest.CatalogPrice(catalog)}
+		if _, err := seed.Load(ctx, st, opt); err != nil {
+			b.Fatal(err)
+		}
+	default:
+		b.Fatalf("-bench-db holds %d attempts, not %d: give it an empty database", have, n)
+	}
+	var project int64
+	if err := st.Pool.QueryRow(ctx, `SELECT id FROM projects WHERE name = 'synth-a'`).Scan(&project); err != nil {
+		b.Fatal(err)
+	}
+	return synthLedger{st: st, svc: analytics.New(analytics.Options{Pool: st.Pool, Timezone: tz, Now: func() time.Time { return now }}), project: project, tz: tz, now: now}
+}
+
+func projectName(ctx context.Context, l synthLedger) (string, error) {
+	var name string
+	err := l.st.Pool.QueryRow(ctx, `SELECT name FROM projects WHERE id = $1`, l.project).Scan(&name)
+	return name, err
+}
+
+func fetch(url, key string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return nil
+}
+
+// p95 is the nearest-rank 95th percentile.
+func p95(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)*95+99)/100-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

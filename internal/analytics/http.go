@@ -1,0 +1,243 @@
+package analytics
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ledgerd/ledgerd/internal/server"
+	"github.com/ledgerd/ledgerd/internal/store"
+	"github.com/ledgerd/ledgerd/schema"
+)
+
+// Mount adds the query API to the server's authenticated /v1 group; each answer covers the
+// project of the request's API key only:
+//
+//	GET /v1/summary?from=&to=&group_by=&service=&model=&tenant=&operation=&provider=
+//	GET /v1/projection?month=YYYY-MM&service=
+//	GET /v1/cache?from=&to=&min_calls=&service=&model=&tenant=&operation=&provider=
+//	GET /v1/prices
+//	GET /v1/cost-mismatches?from=&to=
+//
+// from and to are RFC 3339 times or YYYY-MM-DD local dates (the start of that day); to is
+// exclusive; both default to the last 7 local days, today included (to is then the end of today).
+// group_by is a comma-separated
+// list of model, service, operation, tenant, provider and day or hour. A bad or unknown parameter
+// is answered 400 naming it.
+func (s *Service) Mount(srv *server.Server) {
+	g := srv.API
+	g.GET("/summary", s.getSummary)
+	g.GET("/projection", s.getProjection)
+	g.GET("/cache", s.getCache)
+	g.GET("/prices", s.getPrices)
+	g.GET("/cost-mismatches", s.getMismatches)
+}
+
+// Query parameters each endpoint takes.
+var (
+	filterParams     = []string{"from", "to", "service", "model", "tenant", "operation", "provider"}
+	summaryParams    = append([]string{"group_by"}, filterParams...)
+	cacheParams      = append([]string{"min_calls"}, filterParams...)
+	projectionParams = []string{"month", "service"}
+)
+
+// CacheAnswer is the body of GET /v1/cache.
+type CacheAnswer struct {
+	From     time.Time  `json:"from"`
+	To       time.Time  `json:"to"`
+	MinCalls int        `json:"min_calls"`
+	Rows     []CacheRow `json:"rows"`
+}
+
+func (s *Service) getSummary(c echo.Context) error {
+	q, err := queryParams(c.QueryParams(), summaryParams)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := parseFilter(q, s.tz)
+	if err != nil {
+		return fail(err)
+	}
+	dims, err := parseGroupBy(q["group_by"])
+	if err != nil {
+		return fail(err)
+	}
+	f.ProjectID = server.ProjectOf(c).ID
+	sum, err := s.Summary(c.Request().Context(), f, dims...)
+	if err != nil {
+		return fail(err)
+	}
+	return c.JSON(http.StatusOK, sum)
+}
+
+func (s *Service) getProjection(c echo.Context) error {
+	q, err := queryParams(c.QueryParams(), projectionParams)
+	if err != nil {
+		return fail(err)
+	}
+	month := s.now().In(s.tz)
+	if v, ok := q["month"]; ok {
+		if month, err = parseMonth(v); err != nil {
+			return fail(err)
+		}
+	}
+	p, err := s.Projection(c.Request().Context(), server.ProjectOf(c).ID, month, q["service"])
+	if err != nil {
+		return fail(err)
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+func (s *Service) getCache(c echo.Context) error {
+	q, err := queryParams(c.QueryParams(), cacheParams)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := parseFilter(q, s.tz)
+	if err != nil {
+		return fail(err)
+	}
+	minCalls, err := parseMinCalls(q["min_calls"])
+	if err != nil {
+		return fail(err)
+	}
+	f.ProjectID = server.ProjectOf(c).ID
+	// The effective range, fixed once so the answer echoes exactly the range it covers.
+	if f.From, f.To, err = s.window(f.From, f.To, true); err != nil {
+		return fail(err)
+	}
+	rows, err := s.Cache(c.Request().Context(), f, minCalls)
+	if err != nil {
+		return fail(err)
+	}
+	if rows == nil {
+		rows = []CacheRow{}
+	}
+	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls, Rows: rows})
+}
+
+// fail maps an error to its HTTP answer: 400 for a bad parameter, 404 for an unknown project, 503
+// when the database is unreachable; anything else is a 500 the server logs.
+func fail(err error) error {
+	var pe *ParamError
+	switch {
+	case errors.As(err, &pe):
+		return echo.NewHTTPError(http.StatusBadRequest, pe.Error())
+	case errors.Is(err, store.ErrNotFound):
+		return echo.NewHTTPError(http.StatusNotFound, err.Error())
+	case store.IsUnavailable(err):
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "database unavailable").SetInternal(err)
+	}
+	return err
+}
+
+// queryParams checks that q holds only allowed parameters, each at most once, and returns them.
+func queryParams(q url.Values, allowed []string) (map[string]string, error) {
+	names := make([]string, 0, len(q))
+	for n := range q {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make(map[string]string, len(q))
+	for _, n := range names {
+		if !slices.Contains(allowed, n) {
+			name := truncate(n)
+			if name == "" {
+				name = `""`
+			}
+			return nil, badParam(name, "unknown parameter (this endpoint takes %s)", strings.Join(allowed, ", "))
+		}
+		if len(q[n]) > 1 {
+			return nil, badParam(n, "given more than once")
+		}
+		out[n] = q[n][0]
+	}
+	return out, nil
+}
+
+// parseFilter reads a Filter (without its project) from query parameters; absent times are zero,
+// which Summary and Cache take as their defaults.
+func parseFilter(q map[string]string, tz *time.Location) (Filter, error) {
+	var f Filter
+	var err error
+	if v, ok := q["from"]; ok {
+		if f.From, err = parseTime("from", v, tz); err != nil {
+			return f, err
+		}
+	}
+	if v, ok := q["to"]; ok {
+		if f.To, err = parseTime("to", v, tz); err != nil {
+			return f, err
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"service", &f.Service}, {"model", &f.Model}, {"tenant", &f.Tenant}, {"operation", &f.Operation}, {"provider", &f.Provider}} {
+		v := q[p.name]
+		if len(v) > schema.MaxNameLen {
+			return f, badParam(p.name, "longer than %d bytes", schema.MaxNameLen)
+		}
+		*p.dst = v
+	}
+	return f, nil
+}
+
+// parseTime reads an RFC 3339 time or a YYYY-MM-DD local date (meaning the start of that day in tz).
+func parseTime(name, v string, tz *time.Location) (time.Time, error) {
+	if len(v) == len(time.DateOnly) {
+		d, err := time.Parse(time.DateOnly, v)
+		if err == nil {
+			return date{d.Year(), d.Month(), d.Day()}.start(tz), nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, badParam(name, "want an RFC 3339 time or a YYYY-MM-DD date, got %q", truncate(v))
+	}
+	if t.Year() < 2000 || t.Year() > 9000 {
+		return time.Time{}, badParam(name, "%q is out of range", truncate(v))
+	}
+	return t, nil
+}
+
+// parseMonth reads YYYY-MM.
+func parseMonth(v string) (time.Time, error) {
+	t, err := time.Parse("2006-01", v)
+	if err != nil || t.Year() < 2000 {
+		return time.Time{}, badParam("month", "want YYYY-MM, got %q", truncate(v))
+	}
+	return t, nil
+}
+
+// parseGroupBy splits a comma-separated list of dimensions and checks it.
+func parseGroupBy(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	dims := strings.Split(v, ",")
+	for i := range dims {
+		dims[i] = strings.TrimSpace(dims[i])
+	}
+	if _, err := parseGrouping(dims); err != nil {
+		return nil, err
+	}
+	return dims, nil
+}
+
+func parseMinCalls(v string) (int, error) {
+	if v == "" {
+		return DefaultMinCalls, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1_000_000_000 {
+		return 0, badParam("min_calls", "want a whole number from 1 to 1000000000, got %q", truncate(v))
+	}
+	return n, nil
+}

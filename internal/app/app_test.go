@@ -1,0 +1,195 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/store"
+)
+
+// start runs the service until the test ends and returns its base URL and a stop function that
+// cancels it and waits for Run to return.
+func start(t *testing.T, opt app.Options) (string, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	opt.Listen = "127.0.0.1:0"
+	opt.OnListen = func(a string) { addr <- a }
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, opt) }()
+	var stopped bool
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case a := <-addr:
+		return "http://" + a, stop
+	case err := <-done:
+		t.Fatalf("ledgerd did not start: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("ledgerd did not start within 90 s")
+	}
+	return "", nil
+}
+
+func post(url, key string, recs []map[string]any) (int, error) {
+	body, _ := json.Marshal(recs)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/attempts", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func rec(id string, at time.Time) map[string]any {
+	return map[string]any{"attempt_id": id, "request_id": "r-" + id, "attempt_no": 1,
+		"started_at": at.Format(time.RFC3339Nano), "latency_ms": 900, "provider": "anthropic",
+		"model": "claude-haiku-5-5", "service": "router", "status": "ok",
+		"input_tokens": 333, "output_tokens": 9}
+}
+
+// TestShutdownCommitsAccepted posts records from several clients while the service is told to stop:
+// every record answered 2xx must be in the database afterwards, and Run must return cleanly.
+func TestShutdownCommitsAccepted(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	dbURL := pool.Config().ConnString()
+	ctx := context.Background()
+	key, err := store.New(pool).CreateKey(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, stop := start(t, app.Options{DatabaseURL: dbURL})
+	now := time.Now().UTC().Add(-time.Minute)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("c%d-%d", c, i)
+				status, err := post(url, key, []map[string]any{rec(id, now)})
+				if err != nil || status == http.StatusServiceUnavailable {
+					return // the server went away: that record was not promised
+				}
+				if status != http.StatusOK {
+					t.Errorf("status %d", status)
+					return
+				}
+				mu.Lock()
+				acked[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	wg.Wait()
+	rows, err := pool.Query(ctx, `SELECT attempt_id FROM attempts`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = true
+	}
+	if len(acked) == 0 {
+		t.Fatal("no record was acknowledged before shutdown")
+	}
+	for id := range acked {
+		if !stored[id] {
+			t.Errorf("acknowledged %s is missing after shutdown", id)
+		}
+	}
+	t.Logf("%d acknowledged, %d stored", len(acked), len(stored))
+}
+
+// TestEmbeddedDefault starts ledgerd the way `make run` does — no DATABASE_URL, as root on CI —
+// ingests a record, restarts on the same data folder and finds it again.
+func TestEmbeddedDefault(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	opt := app.Options{DataDir: dir}
+	url, stop := start(t, opt)
+	db, err := app.OpenDB(ctx, opt) // joins the running embedded server, as `ledgerd keys create` does
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := db.Store.CreateKey(ctx, "local")
+	db.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, err := post(url, key, []map[string]any{rec("e1", time.Now().UTC())}); err != nil || status != http.StatusOK {
+		t.Fatalf("post: %d %v", status, err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	url, _ = start(t, opt)
+	if status, err := post(url, key, []map[string]any{rec("e2", time.Now().UTC())}); err != nil || status != http.StatusOK {
+		t.Fatalf("post after restart: %d %v", status, err)
+	}
+	db, err = app.OpenDB(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	var n int
+	if err := db.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("%d attempts after restart, want 2", n)
+	}
+}
+
+// TestPartitionsAhead checks that a starting ledgerd creates the partitions of its clock's month
+// and of the next one, before any record arrives.
+func TestPartitionsAhead(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	dbURL := pool.Config().ConnString()
+	ctx := context.Background()
+	clock := time.Date(2031, 12, 20, 8, 0, 0, 0, time.UTC)
+	start(t, app.Options{DatabaseURL: dbURL, Now: func() time.Time { return clock }})
+	want := []string{"attempts_p203112", "attempts_p203201"}
+	var got []string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, err = store.New(pool).Partitions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Fatalf("partitions %v, want %v", got, want)
+}
