@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // The fast path COPYs a batch in PostgreSQL's binary COPY format, encoded straight from the
@@ -20,31 +21,16 @@ import (
 // this way equal those the exact path stores through pgx.
 
 // The fast path's COPY statements: attempts in attemptCols order, then the pending rollup rows and
-// cache groups summed in Go (see sums.go), keys first, then sums, then (hourly) the histogram.
+// cache groups summed in Go (see sums.go), in the column order of rollup.PendingCols and
+// rollup.PendingCacheCols.
 var (
 	copySQL              = copyStmt("attempts", colList(attemptCols))
-	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", slices.Concat(pendingKey, sumCols(RollupSums), []string{"latency_hist"}))
-	pendingCacheCopySQL  = copyStmt("pending_cache", slices.Concat(CacheKey, sumCols(CacheSums)))
+	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", rollup.PendingCols)
+	pendingCacheCopySQL  = copyStmt("pending_cache", rollup.PendingCacheCols)
 )
 
 func copyStmt(table string, cols []string) string {
 	return "COPY " + table + " (" + strings.Join(cols, ", ") + ") FROM STDIN (FORMAT binary)"
-}
-
-func colList(cols []column) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = c.col
-	}
-	return out
-}
-
-func sumCols(sums []Sum) []string {
-	out := make([]string, len(sums))
-	for i, s := range sums {
-		out[i] = s.Col
-	}
-	return out
 }
 
 // pgEpochMicros is 2000-01-01 UTC, PostgreSQL's timestamp epoch, in Unix microseconds.
@@ -177,15 +163,15 @@ func (b *batch) appendCopy(msg []byte) []byte {
 	return c.end()
 }
 
-// appendCopy appends the groups to msg as the data of pendingRollupCopySQL (hist: the hourly rows,
-// keyed as pendingKey) or pendingCacheCopySQL (keyed as CacheKey).
+// appendCopy appends the groups to msg as the data of pendingRollupCopySQL (hist: the hourly rows)
+// or pendingCacheCopySQL.
 func (g *groups) appendCopy(msg []byte, hist bool) []byte {
 	c := startCopy(msg)
 	for i, k := range g.keys {
 		if hist {
-			c.row(len(pendingKey) + g.width + 1)
+			c.row(len(rollup.PendingCols))
 		} else {
-			c.row(len(CacheKey) + g.width)
+			c.row(len(rollup.PendingCacheCols))
 		}
 		c.i8(k.project)
 		c.timestamp(k.bucket * 1e6)

@@ -63,17 +63,17 @@ type DayCost struct {
 	CostUSD money.Nanos `json:"cost_usd"`
 }
 
-// dailyCostSQL is the cost per local day of [$2, $3), for one service when $4 is not ”.
+// dailyCostSQL is the cost per local day of [@from, @to), for one service when @service is not ''.
 const dailyCostSQL = `SELECT d.bucket, sum8(d.cost_nanos), sum8(d.unpriced_attempts)
 	FROM rollup_daily d
-	WHERE d.project_id = $1 AND d.bucket >= $2 AND d.bucket < $3
-		AND ($4 = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = $1 AND service = $4))
+	WHERE d.project_id = @project AND d.bucket >= @from AND d.bucket < @to
+		AND (@service = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = @project AND service = @service))
 	GROUP BY d.bucket`
 
-// firstDaySQL is the first local day with any attempt (of service $2 when not ”).
+// firstDaySQL is the first local day with any attempt (of @service when not '').
 const firstDaySQL = `SELECT d.bucket FROM rollup_daily d
-	WHERE d.project_id = $1
-		AND ($2 = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = $1 AND service = $2))
+	WHERE d.project_id = @project
+		AND (@service = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = @project AND service = @service))
 	ORDER BY d.bucket LIMIT 1`
 
 const budgetSQL = `SELECT monthly_budget_nanos FROM projects WHERE id = $1`
@@ -102,7 +102,7 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 		day            time.Time
 		cost, unpriced int64
 	)
-	if err := s.read(ctx, dailyCostSQL, []any{projectID, lo.civil(), next.civil(), service},
+	if err := s.read(ctx, dailyCostSQL, pgx.NamedArgs{"project": projectID, "from": lo.civil(), "to": next.civil(), "service": service},
 		[]any{&day, &cost, &unpriced}, func() error {
 			d := date{day.Year(), day.Month(), day.Day()}
 			costs[d] = cost
@@ -167,7 +167,7 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 	// with any attempt (days before a service existed are not days it spent nothing).
 	basisFrom := today.addDays(-BasisDays)
 	var firstDay time.Time
-	switch err := s.pool.QueryRow(ctx, firstDaySQL, projectID, service).Scan(&firstDay); {
+	switch err := s.pool.QueryRow(ctx, firstDaySQL, pgx.NamedArgs{"project": projectID, "service": service}).Scan(&firstDay); {
 	case errors.Is(err, pgx.ErrNoRows):
 		basisFrom = today
 	case err != nil:
