@@ -55,12 +55,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
 )
 
 // Service answers analytics questions from the rollups of one database.
 type Service struct {
 	pool    *pgxpool.Pool
+	store   *store.Store
 	tz      *time.Location
 	now     func() time.Time
 	catalog *pricing.Catalog
@@ -86,7 +88,7 @@ func New(opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Service{pool: opt.Pool, tz: opt.Timezone, now: opt.Now, catalog: opt.Catalog}
+	return &Service{pool: opt.Pool, store: store.New(opt.Pool), tz: opt.Timezone, now: opt.Now, catalog: opt.Catalog}
 }
 
 // Filter selects the attempts a question is about: one project, a time range [From, To) and
