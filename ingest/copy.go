@@ -194,24 +194,6 @@ func (g *groups) appendCopy(msg []byte, hist bool) []byte {
 	return c.end()
 }
 
-// checkCopyLayout panics at start-up if attemptCols (whose types the exact path's arrays are cast
-// to) no longer has the types batch.appendCopy writes, in its order: the encoder and the column list
-// must change together.
-func checkCopyLayout() {
-	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
-		"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
-		"text", "text", "text", "text", "jsonb"}
-	var got []string
-	for _, c := range attemptCols {
-		got = append(got, c.typ)
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		panic(fmt.Sprintf("ingest: attemptCols types %v, but appendCopy writes %v", got, want))
-	}
-}
-
-func init() { checkCopyLayout() }
-
 // commitQuery appends to msg the simple query "BEGIN; COPY …; COPY …; COMMIT" of copyCommit, for
 // the COPY statements sqls; each COPY's data follows it (appendCopy).
 func commitQuery(msg []byte, sqls ...string) []byte {
@@ -245,6 +227,12 @@ func putCommitBuf(buf *[]byte, msg []byte) {
 // the data still coming, so nothing is written; the connection is then rolled back to be used
 // again, or left in its transaction for the pool to close.
 func copyCommit(ctx context.Context, pg *pgconn.PgConn, msg []byte) error {
+	// pgx may hold buffered reads or read in the background: the raw connection is only ours once
+	// they are drained and stopped.
+	if err := pg.SyncConn(ctx); err != nil {
+		_ = pg.Close(ctx)
+		return fmt.Errorf("sync connection: %w", err)
+	}
 	// The write is bounded by ctx's deadline too: the server reads it while it runs the query.
 	if d, ok := ctx.Deadline(); ok {
 		_ = pg.Conn().SetWriteDeadline(d)
