@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/ledgerd/ledgerd/internal/backoff"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
@@ -63,7 +64,7 @@ type Options struct {
 	MaxBatch     int            // records per commit at most (5,000)
 	QueueLimit   int            // records waiting at most before Submit refuses (50,000)
 	Flushers     int            // commits running at once (2; a second starts only with MaxBatch/4 records or more)
-	FlushTimeout time.Duration  // bound on one commit (10 s)
+	FlushTimeout time.Duration  // bound on one commit, its retries included (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
 	Logger       *slog.Logger
@@ -411,25 +412,33 @@ func (w *Writer) loop() {
 	}
 }
 
+// commitTries bounds the tries of one commit. commitBackoff spaces the retries after a deadlock or
+// a serialization failure, which clear once the other transaction has ended.
+const commitTries = 3
+
+var commitBackoff = backoff.Exponential{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond}
+
 // commit writes the jobs in one transaction, retrying deadlocks, serialization failures and a
-// partition dropped under it, and reports to each job.
+// partition dropped under it within FlushTimeout, and reports to each job.
 func (w *Writer) commit(jobs []*job) {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), w.opt.FlushTimeout)
+	defer cancel()
 	var err error
-	for try := 0; try < 3; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), w.opt.FlushTimeout)
+	for try := 1; try <= commitTries; try++ {
 		err = w.flush(ctx, jobs)
-		cancel()
 		if store.IsNoPartition(err) {
 			// A month this writer knew was dropped since (retention, by another process): the
 			// next try makes its partition again.
 			w.st.ForgetPartitions()
 			continue
 		}
-		if err == nil || !retryable(err) {
+		if err == nil || !retryable(err) || try == commitTries {
 			break
 		}
-		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+		if backoff.Sleep(ctx, commitBackoff.Wait(try)) != nil {
+			break // out of time: the commit fails with the last error
+		}
 	}
 	w.m.flushTime.Observe(time.Since(start).Seconds())
 	if err == nil {
