@@ -358,14 +358,12 @@ func (w *Writer) fold(ctx context.Context) error {
 }
 
 // take removes up to MaxBatch records' worth of whole jobs from the queue, and counts the commit
-// they make as running. A commit starts beside another one only with at least MaxBatch/4
-// records: fewer wait for the commit running to end and go into the next one, larger, instead of
-// paying for a commit of their own. One record a request from 64 clients ran faster with one
-// commit at a time, a thousand records a request with two; and commits of two such requests
-// rather than one cost PostgreSQL less per record, as each COPY statement has a fixed cost (1,000
-// records a request from 4 clients: 1,870 records a commit instead of 1,220, and 6% more records/s
-// against COPY, the mean of twelve alternating runs of BenchmarkIngestVsCopy against MaxBatch/10,
-// with the threshold at 1,500, which waits for a second such request as 1,250 does).
+// they make as running. A commit starts beside a running one only with at least MaxBatch/4 records
+// queued (two requests of 1,000 records at the default MaxBatch): fewer wait for the running commit
+// to end and go into the next one, which is larger. Each commit, and each COPY statement in it,
+// has a fixed cost, so fewer, larger commits cost PostgreSQL less per record, while large requests
+// still get a second commit to overlap with. BenchmarkIngestVsCopy measures the threshold; its
+// figures are in docs/performance.md.
 func (w *Writer) take() []*job {
 	w.mu.Lock()
 	defer w.mu.Unlock()
