@@ -115,7 +115,7 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 		return Projection{}, fmt.Errorf("projection: %w", err)
 	}
 	var budget *int64
-	if err := s.pool.QueryRow(ctx, budgetSQL, projectID).Scan(&budget); err != nil {
+	if err := s.queryRow(ctx, budgetSQL, []any{projectID}, &budget); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Projection{}, fmt.Errorf("project %d: %w", projectID, store.ErrNotFound)
 		}
@@ -167,7 +167,7 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 	// with any attempt (days before a service existed are not days it spent nothing).
 	basisFrom := today.addDays(-BasisDays)
 	var firstDay time.Time
-	switch err := s.pool.QueryRow(ctx, firstDaySQL, projectID, service).Scan(&firstDay); {
+	switch err := s.queryRow(ctx, firstDaySQL, []any{projectID, service}, &firstDay); {
 	case errors.Is(err, pgx.ErrNoRows):
 		basisFrom = today
 	case err != nil:
