@@ -122,8 +122,8 @@ func TestStandbyReads(t *testing.T) {
 	r.note("summary read every 50 ms during ingest: %d reads, %d counted fewer records than acknowledged before them, %d failed; took %s",
 		len(all), missed, failed, latencies(all))
 	r.note("standby replay paused for %s: %d reads then took %s (the wait, then the primary)", pause, len(during), latencies(during))
-	r.note("read connections: standby %.0f (replayed in time; waits mean %.2f ms), primary %.0f (standby lagging past the wait), %.0f (standby unreachable)",
-		fromStandby, 1000*waitSum/max(waits, 1), lagging, m[`ledgerd_reads_total{reason="standby_unreachable",server="primary"}`])
+	r.note("read connections: standby %.0f (replayed in time; waits mean %.2f ms), primary %.0f (standby lagging past the wait), %.0f (standby unreachable or its check failed)",
+		fromStandby, 1000*waitSum/max(waits, 1), lagging, m[`ledgerd_reads_total{reason="standby_error",server="primary"}`])
 	r.note("replay lag in /metrics, read every 250 ms: at most %.3f s and %.0f bytes (replay paused %s)",
 		maxLag["ledgerd_standby_replay_lag_seconds"], maxLag["ledgerd_standby_replay_lag_bytes"], pause)
 	r.note("figures on the standby equal the primary's (raw and rollups); summary through the standby %d attempts, %s; Grafana's role on the standby %d attempts",

@@ -15,9 +15,11 @@ import (
 // several behind a multi-host URL), a read goes to the standby once it has replayed everything
 // the primary had written when the read began, so a read after an acknowledged ingest, or after
 // the fold that put it in the rollups, counts it. A standby that does not get there within
-// MaxWait, or cannot be reached, sends the read to the primary instead. When the primary cannot
-// be reached, the standby answers with everything it received (with a synchronous standby, every
-// commit the primary acknowledged).
+// MaxWait, or cannot be reached or answer its check, sends the read to the primary instead. A
+// read the standby cancels once it has begun (a conflict with recovery) fails; hot_standby_feedback
+// on the standby avoids most such conflicts. When the primary cannot be reached, the standby
+// answers with everything it received (with a synchronous standby, every commit the primary
+// acknowledged).
 type Reads struct {
 	primary *pgxpool.Pool
 	standby *pgxpool.Pool
@@ -107,7 +109,7 @@ func (r *Reads) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	defer cancel()
 	var target int64
 	primaryErr := r.primary.QueryRow(wctx, writtenSQL).Scan(&target)
-	reason := "standby_unreachable"
+	reason := "standby_error"
 	if conn, err := r.standby.Acquire(wctx); err == nil {
 		ok, err := replayed(wctx, conn, target, primaryErr == nil)
 		if ok {
@@ -173,7 +175,7 @@ func newReadMetrics(reg prometheus.Registerer, r *Reads) readMetrics {
 	f := promauto.With(reg)
 	m := readMetrics{
 		reads: f.NewCounterVec(prometheus.CounterOpts{Name: "ledgerd_reads_total",
-			Help: "Read connections handed out with a standby configured, by the server that got them and why: standby (replayed, or primary_unreachable) or primary (lagging: not replayed within the wait; standby_unreachable)."},
+			Help: "Read connections handed out with a standby configured, by the server that got them and why: standby (replayed, or primary_unreachable) or primary (lagging: not replayed within the wait; standby_error: unreachable, or its replay check failed, as when recovery cancels it)."},
 			[]string{"server", "reason"}),
 		waits: f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_standby_wait_seconds",
 			Help:    "Time a read waited for the standby to replay the primary's writes, for reads the standby served.",
