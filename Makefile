@@ -57,7 +57,7 @@ demo:
 	bash scripts/install-deps.sh postgresql
 	bash scripts/demo.sh
 
-# drills: the long reliability drills (about 6 minutes); make test runs the short ones.
+# drills: the long reliability drills (about 20 minutes); make test runs the short ones.
 drills:
 	LEDGERD_DRILLS=long $(GO) test -count=1 -v -timeout 60m -run '^Test' ./internal/drills/
 

@@ -7,7 +7,7 @@ func healthDashboard() Dashboard {
 	rate := func(metric string) string { return metric + sel + `[$__rate_interval]` }
 	return Dashboard{
 		UID: "ledgerd-health", Title: "ledgerd health", File: "ledgerd-health.json", Source: PrometheusType, From: "now-6h",
-		Description: "ledgerd's own health from Prometheus: ingest rate, rejects, group-commit latency and queue, HTTP; and the LLM counters.",
+		Description: "ledgerd's own health from Prometheus: ingest rate, rejects, group-commit latency and queue, HTTP, the read standby's replay lag; and the LLM counters.",
 		Variables: []Variable{{Name: "instance", Label: "Instance", AllValue: ".*",
 			Query: `label_values(ledgerd_writer_queue_records, instance)`}},
 		Panels: []Panel{
@@ -41,6 +41,15 @@ func healthDashboard() Dashboard {
 				Queries: []Query{{PromQL: `histogram_quantile(0.99, sum by (le, route) (rate(` + rate("ledgerd_http_request_duration_seconds_bucket") + `)))`, Legend: "{{route}}"}}},
 			{Title: "HTTP requests by status", Kind: TimeSeries, Unit: "reqps", Width: 8, Height: 8,
 				Queries: []Query{{PromQL: `sum by (code) (rate(` + rate("ledgerd_http_request_duration_seconds_count") + `))`, Legend: "{{code}}"}}},
+			{Title: "Read standby replay lag", Kind: TimeSeries, Unit: "s", Width: 8, Height: 8,
+				Description: "With --read-database-url: how old the last transaction the standby replayed is while it has WAL left to replay (0 when caught up). Reads wait for the standby up to --read-max-wait, then go to the primary.",
+				Queries:     []Query{{PromQL: `max by (instance) (ledgerd_standby_replay_lag_seconds` + sel + `)`, Legend: "{{instance}}"}}},
+			{Title: "Read standby replay lag (bytes)", Kind: TimeSeries, Unit: "bytes", Width: 8, Height: 8,
+				Description: "WAL the primary has written and the read standby has not replayed yet.",
+				Queries:     []Query{{PromQL: `max by (instance) (ledgerd_standby_replay_lag_bytes` + sel + `)`, Legend: "{{instance}}"}}},
+			{Title: "Reads by server", Kind: TimeSeries, Unit: "reqps", Width: 8, Height: 8,
+				Description: "Read connections the standby served (replayed in time, or while the primary was unreachable) and those sent to the primary (standby lagging past the wait, or unreachable).",
+				Queries:     []Query{{PromQL: `sum by (server, reason) (rate(` + rate("ledgerd_reads_total") + `))`, Legend: "{{server}} ({{reason}})"}}},
 			{Title: "LLM spend per hour by model", Kind: TimeSeries, Unit: "currencyUSD", Width: 12, Height: 8,
 				Description: "From ledgerd_llm_cost_usd_total: what this ledgerd committed, priced attempts only.",
 				Queries:     []Query{{PromQL: `sum by (model) (increase(ledgerd_llm_cost_usd_total` + sel + `[1h]))`, Legend: "{{model}}"}}},

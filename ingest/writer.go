@@ -528,6 +528,8 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 		}
 	}
 	w.m.batchSize.Observe(float64(len(rows)))
+	// The ids below must come from the server the batch commits on (store.SameServer).
+	epoch := w.st.Epoch()
 	if err := w.st.EnsurePartitions(ctx, times...); err != nil {
 		return err
 	}
@@ -543,7 +545,7 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 	if err != nil {
 		return err
 	}
-	stored, err := w.insertFast(ctx, b)
+	stored, err := w.insertFast(ctx, b, epoch)
 	if err != nil {
 		return err
 	}
@@ -554,14 +556,15 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 		return nil
 	}
 	w.m.exactFlushes.Inc()
-	return w.insertExact(ctx, b, rows)
+	return w.insertExact(ctx, b, rows, epoch)
 }
 
 // insertFast COPYs a batch into attempts, and its rollups summed in Go into the pending tables, in
 // one transaction and one round trip (copyCommit). It reports false, having written nothing, when a
 // record is already stored: COPY then fails on the identity index, and the batch must take the
-// exact path.
-func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err error) {
+// exact path. Like insertExact, it commits nothing when the pool moved to another server since
+// epoch, when the batch's ids were looked up.
+func (w *Writer) insertFast(ctx context.Context, b *batch, epoch uint64) (stored bool, err error) {
 	hourly, cache := rollupGroups(b, w.opt.Timezone)
 	sqls := []string{copySQL, pendingRollupCopySQL}
 	if len(cache.keys) > 0 {
@@ -579,6 +582,9 @@ func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err err
 	}
 	// Release closes a connection it gets back inside a transaction.
 	defer conn.Release()
+	if err := w.st.SameServer(epoch); err != nil {
+		return false, err
+	}
 	if err := copyCommit(ctx, conn.Conn().PgConn(), msg); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
@@ -591,12 +597,20 @@ func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err err
 
 // insertExact inserts a batch with insertSQL, which skips records already stored and counts only
 // the inserted ones into the rollups, and marks the rows it inserted.
-func (w *Writer) insertExact(ctx context.Context, b *batch, rows []*row) error {
+func (w *Writer) insertExact(ctx context.Context, b *batch, rows []*row, epoch uint64) error {
 	first := make(map[identity]*row, len(rows))
 	for _, r := range rows {
 		first[r.key] = r
 	}
-	res, err := w.st.Pool.Query(ctx, insertSQL, append(b.arrays(), w.opt.Timezone.String())...)
+	conn, err := w.st.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire connection: %w", err)
+	}
+	defer conn.Release()
+	if err := w.st.SameServer(epoch); err != nil {
+		return err
+	}
+	res, err := conn.Query(ctx, insertSQL, append(b.arrays(), w.opt.Timezone.String())...)
 	if err != nil {
 		return fmt.Errorf("insert attempts: %w", err)
 	}

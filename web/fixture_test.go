@@ -200,7 +200,7 @@ func serve(t testing.TB, st *store.Store, clk *clock, viewer string) (string, *i
 	}
 	ev := alerts.New(cfg, alerts.Options{Pool: st.Pool, Now: clk.Now, Sync: w.Sync})
 	h, err := web.New(context.Background(), web.Options{Store: st,
-		Analytics: analytics.New(analytics.Options{Pool: st.Pool, Timezone: time.UTC, Now: clk.Now}), Catalog: catalog, Alerts: ev, AlertRules: cfg.Rules,
+		Analytics: analytics.New(analytics.Options{Pool: st.Pool, Timezone: time.UTC, Now: clk.Now, Catalog: catalog}), Catalog: catalog, Alerts: ev, AlertRules: cfg.Rules,
 		Timezone: time.UTC, Now: clk.Now, ViewerToken: viewer, ViewerProject: "acme"})
 	if err != nil {
 		t.Fatal(err)

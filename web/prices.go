@@ -32,7 +32,7 @@ func (h *Handler) pricesPage(c echo.Context) error {
 		return err
 	}
 	var d pricesData
-	if d.Unpriced, err = analytics.Unpriced(c.Request().Context(), h.opt.Store.Pool, h.opt.Catalog, server.ProjectOf(c).ID); err != nil {
+	if d.Unpriced, err = h.opt.Analytics.UnpricedModels(c.Request().Context(), server.ProjectOf(c).ID); err != nil {
 		return h.dataError(err)
 	}
 	now := h.now()

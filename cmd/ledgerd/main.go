@@ -20,6 +20,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/internal/app"
 	"github.com/ledgerd/ledgerd/internal/otlp"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/migrations"
 )
 
@@ -121,6 +122,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&o.Listen, "listen", env("LEDGERD_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
 		fs.BoolVar(&o.Migrate, "migrate", env("LEDGERD_MIGRATE", "") == "true", "apply pending migrations at start (always on for the embedded database)")
 		maxBody := fs.Int64("max-body-bytes", 16<<20, "largest ingest body, before and after gzip")
+		fs.StringVar(&o.ReadDatabaseURL, "read-database-url", os.Getenv("LEDGERD_READ_DATABASE_URL"), "hot standby (or several, multi-host) the query API and dashboard read from; empty reads the primary")
+		readWait := fs.String("read-max-wait", env("LEDGERD_READ_MAX_WAIT", store.DefaultReadMaxWait.String()), "how long a read waits for the standby to replay the primary's writes before reading the primary")
 		fs.StringVar(&o.ViewerToken, "viewer-token", os.Getenv("LEDGERD_VIEWER_TOKEN"), "password that opens the dashboard of --viewer-project (read-only); prefer the env variable")
 		fs.StringVar(&o.ViewerProject, "viewer-project", os.Getenv("LEDGERD_VIEWER_PROJECT"), "project the viewer token shows")
 		fs.StringVar(&o.Config, "config", os.Getenv("LEDGERD_CONFIG"), "configuration file: alert rules and receivers (YAML, see docs/alerts.md)")
@@ -129,6 +132,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		o.MaxBodyBytes = *maxBody
+		wait, err := time.ParseDuration(*readWait)
+		if err != nil || wait <= 0 {
+			return fmt.Errorf("%w: --read-max-wait (LEDGERD_READ_MAX_WAIT) must be a positive duration such as 500ms, not %q", errUsage, *readWait)
+		}
+		o.ReadMaxWait = wait
 		o.Logger = logger(stderr, *logLevel)
 		return app.Run(ctx, *o)
 	case "migrate":

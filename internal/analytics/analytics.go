@@ -61,7 +61,7 @@ import (
 
 // Service answers analytics questions from the rollups of one database.
 type Service struct {
-	pool    *pgxpool.Pool
+	reads   *store.Reads
 	store   *store.Store
 	tz      *time.Location
 	now     func() time.Time
@@ -71,6 +71,9 @@ type Service struct {
 // Options are what a Service reads and counts with.
 type Options struct {
 	Pool *pgxpool.Pool
+	// Reads, when set, places each read instead of Pool: on a hot standby that has replayed what
+	// the primary wrote before the read, or on the primary (store.Reads).
+	Reads *store.Reads
 	// Timezone counts days (the timezone stored in settings 'timezone'; UTC).
 	Timezone *time.Location
 	// Now is the clock (time.Now).
@@ -88,7 +91,10 @@ func New(opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Service{pool: opt.Pool, store: store.New(opt.Pool), tz: opt.Timezone, now: opt.Now, catalog: opt.Catalog}
+	if opt.Reads == nil {
+		opt.Reads = store.PrimaryReads(opt.Pool)
+	}
+	return &Service{reads: opt.Reads, store: store.New(opt.Pool), tz: opt.Timezone, now: opt.Now, catalog: opt.Catalog}
 }
 
 // Filter selects the attempts a question is about: one project, a time range [From, To) and
@@ -134,7 +140,12 @@ const readSettingsSQL = `SELECT set_config('max_parallel_workers_per_gather', '0
 // five runs) cannot know how many and may scan whole tables. An unnamed statement with a cached
 // description costs no extra round trip.
 func (s *Service) read(ctx context.Context, sql string, args pgx.NamedArgs, dst []any, each func() error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, readSettingsSQL); err != nil {
 			return err
 		}
@@ -145,6 +156,16 @@ func (s *Service) read(ctx context.Context, sql string, args pgx.NamedArgs, dst 
 		_, err = pgx.ForEachRow(rows, dst, each)
 		return err
 	})
+}
+
+// queryRow runs one single-row query on a read connection and scans it into dst.
+func (s *Service) queryRow(ctx context.Context, sql string, args pgx.NamedArgs, dst ...any) error {
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return conn.QueryRow(ctx, sql, args).Scan(dst...)
 }
 
 // date is a local calendar day.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
@@ -36,6 +35,21 @@ type UnpricedModel struct {
 	Nearest []string `json:"nearest,omitempty"`
 }
 
+// Querier runs a query: a pool, or one connection of it.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// UnpricedModels is Unpriced with the Service's catalog, read where the Service reads.
+func (s *Service) UnpricedModels(ctx context.Context, projectID int64) ([]UnpricedModel, error) {
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list unpriced models: %w", err)
+	}
+	defer conn.Release()
+	return Unpriced(ctx, conn, s.catalog, projectID)
+}
+
 // unpricedSQL sums the unpriced attempts of project $1 per recorded provider and model from the
 // daily rollups, most unpriced first.
 const unpricedSQL = `SELECT s.provider, s.model, sum(r.unpriced_attempts)::int8, min(r.bucket), max(r.bucket)
@@ -47,8 +61,8 @@ ORDER BY 3 DESC, 1, 2`
 // Unpriced lists the models of a project that have unpriced attempts, all time, read from the
 // daily rollups (never the raw table), with whether cat now knows each one. The dashboard's Prices
 // page and GET /v1/prices both use it.
-func Unpriced(ctx context.Context, pool *pgxpool.Pool, cat *pricing.Catalog, projectID int64) ([]UnpricedModel, error) {
-	rows, err := pool.Query(ctx, unpricedSQL, projectID)
+func Unpriced(ctx context.Context, db Querier, cat *pricing.Catalog, projectID int64) ([]UnpricedModel, error) {
+	rows, err := db.Query(ctx, unpricedSQL, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("list unpriced models: %w", err)
 	}
@@ -119,14 +133,14 @@ HAVING count(*) FILTER (WHERE ` + MismatchWhere + `) > 0`
 // Mismatches lists, per service and model, the attempts of a project started in [from, to) whose
 // client-reported cost differs from ledgerd's by more than 1%, largest AbsDifference first.
 // The range may span at most MaxMismatchRange.
-func Mismatches(ctx context.Context, pool *pgxpool.Pool, projectID int64, from, to time.Time) ([]Mismatch, error) {
+func Mismatches(ctx context.Context, db Querier, projectID int64, from, to time.Time) ([]Mismatch, error) {
 	if !from.Before(to) {
 		return nil, &RangeError{"to must be after from"}
 	}
 	if to.Sub(from) > MaxMismatchRange {
 		return nil, &RangeError{fmt.Sprintf("the range may span at most %d days", int(MaxMismatchRange/(24*time.Hour)))}
 	}
-	rows, err := pool.Query(ctx, mismatchSQL, projectID, from, to)
+	rows, err := db.Query(ctx, mismatchSQL, projectID, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("compare client costs: %w", err)
 	}

@@ -1,7 +1,9 @@
 package analytics
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -29,7 +31,7 @@ type MismatchListing struct {
 // getPrices answers GET /v1/prices: the catalog in force and the models the project used that it
 // cannot price.
 func (s *Service) getPrices(c echo.Context) error {
-	unpriced, err := Unpriced(c.Request().Context(), s.pool, s.catalog, server.ProjectOf(c).ID)
+	unpriced, err := s.UnpricedModels(c.Request().Context(), server.ProjectOf(c).ID)
 	if err != nil {
 		return dbError(err)
 	}
@@ -50,7 +52,7 @@ func (s *Service) getMismatches(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := Mismatches(c.Request().Context(), s.pool, server.ProjectOf(c).ID, from, to)
+	list, err := s.mismatches(c.Request().Context(), server.ProjectOf(c).ID, from, to)
 	var re *RangeError
 	switch {
 	case errors.As(err, &re):
@@ -84,4 +86,14 @@ func dbError(err error) error {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "database unavailable")
 	}
 	return err
+}
+
+// mismatches is Mismatches read where the Service reads.
+func (s *Service) mismatches(ctx context.Context, projectID int64, from, to time.Time) ([]Mismatch, error) {
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compare client costs: %w", err)
+	}
+	defer conn.Release()
+	return Mismatches(ctx, conn, projectID, from, to)
 }

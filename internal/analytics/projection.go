@@ -157,7 +157,7 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 	// with any attempt (days before a service existed are not days it spent nothing).
 	basisFrom := today.addDays(-BasisDays)
 	var firstDay time.Time
-	switch err := s.pool.QueryRow(ctx, firstDaySQL, pgx.NamedArgs{"project": projectID, "service": service}).Scan(&firstDay); {
+	switch err := s.queryRow(ctx, firstDaySQL, pgx.NamedArgs{"project": projectID, "service": service}, &firstDay); {
 	case errors.Is(err, pgx.ErrNoRows):
 		basisFrom = today
 	case err != nil:

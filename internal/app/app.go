@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,12 @@ type Options struct {
 	Listen string
 	// DatabaseURL names the PostgreSQL server; empty starts the embedded one under DataDir.
 	DatabaseURL string
+	// ReadDatabaseURL, when set, names a hot standby of the database (a multi-host URL may name
+	// several): the query API and the dashboard read there once it has replayed what the primary
+	// wrote before each read, and from the primary when it lags past ReadMaxWait or is down.
+	ReadDatabaseURL string
+	// ReadMaxWait bounds a read's wait for the standby to replay (500 ms).
+	ReadMaxWait time.Duration
 	// DataDir holds the embedded database (./.ledgerd).
 	DataDir string
 	// PGBinaries is the PostgreSQL installation the embedded database runs (found automatically).
@@ -176,6 +183,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 	actx, stopAhead := context.WithCancel(ctx)
 	ahead := keepPartitionsAhead(actx, st, opt.Now, log, aheadFailures)
 	steps = append(steps, func(context.Context) { stopAhead(); <-ahead })
+	reads, err := store.OpenReads(st.Pool, opt.ReadDatabaseURL, store.ReadOptions{MaxWait: opt.ReadMaxWait, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	steps = append(steps, func(context.Context) { reads.Close() })
+	if reads.Standby() {
+		log.Info("query API and dashboard read from the standby", "max_wait", cmp.Or(opt.ReadMaxWait, store.DefaultReadMaxWait).String())
+	}
 	llm := llmmetrics.New(st, llmmetrics.Options{Logger: log})
 	reg.MustRegister(llm)
 	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe})
@@ -199,7 +214,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		},
 	})
 
-	if err := mount(ctx, Deps{Store: st, Catalog: catalog, Server: srv, Writer: writer, Registry: reg, Timezone: tz,
+	if err := mount(ctx, Deps{Store: st, Reads: reads, Catalog: catalog, Server: srv, Writer: writer, Registry: reg, Timezone: tz,
 		Now: opt.Now, Logger: log, Options: opt}, &steps); err != nil {
 		return err
 	}

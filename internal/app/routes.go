@@ -21,7 +21,9 @@ import (
 
 // Deps are the shared parts each feature package is built from when the service starts.
 type Deps struct {
-	Store    *store.Store
+	Store *store.Store
+	// Reads places the query API's and the dashboard's reads (a standby, or the primary).
+	Reads    *store.Reads
 	Catalog  *pricing.Catalog
 	Server   *server.Server
 	Writer   *ingest.Writer
@@ -39,7 +41,7 @@ func mount(ctx context.Context, d Deps, steps *cleanup) error {
 	// GET /v1/routes lists every route the server answers (read at request time, so it includes the
 	// ones mounted below); the tenancy drill (internal/drills/tenancy_test.go) walks it.
 	d.Server.API.GET("/routes", func(c echo.Context) error { return c.JSON(http.StatusOK, d.Server.Echo.Routes()) })
-	queries := analytics.New(analytics.Options{Pool: d.Store.Pool, Timezone: d.Timezone, Now: d.Now, Catalog: d.Catalog})
+	queries := analytics.New(analytics.Options{Pool: d.Store.Pool, Reads: d.Reads, Timezone: d.Timezone, Now: d.Now, Catalog: d.Catalog})
 	queries.Mount(d.Server)
 	otlp.New(otlp.Options{Writer: d.Writer, Logger: d.Logger, Registerer: d.Registry, Now: d.Now,
 		TenantAttributes: otlp.ParseAttributes(d.Options.OTLPTenantAttributes)}).Mount(d.Server)

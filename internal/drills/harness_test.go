@@ -70,6 +70,15 @@ func pick[T any](short, long_ T) T {
 	return short
 }
 
+// parallelShort lets the short version of a drill run beside the other parallel drills, to keep
+// `go test ./...` short, and runs the long version alone, so that the figures `make drills` prints
+// are not those of a machine shared with other drills.
+func parallelShort(t *testing.T) {
+	if !long() {
+		t.Parallel()
+	}
+}
+
 // freeAddr returns a 127.0.0.1 address with a port nobody listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -392,6 +401,31 @@ const (
 
 // readLedger reads a project's totals and counts how many of the acknowledged records it holds.
 func readLedger(ctx context.Context, pool *pgxpool.Pool, projectID int64, acks []load.Ack) (ledgerTotals, error) {
+	l, err := readTotals(ctx, pool, projectID)
+	if err != nil {
+		return l, err
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, createAckedSQL); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"acked"}, []string{"attempt_id", "started_at"},
+			pgx.CopyFromSlice(len(acks), func(i int) ([]any, error) {
+				return []any{acks[i].AttemptID, acks[i].StartedAt}, nil
+			})); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, presentSQL, projectID).Scan(&l.present)
+	})
+	if err != nil {
+		return l, fmt.Errorf("look up acknowledged records: %w", err)
+	}
+	return l, nil
+}
+
+// readTotals reads a project's raw and rollup totals with read-only queries, which a standby
+// answers too.
+func readTotals(ctx context.Context, pool *pgxpool.Pool, projectID int64) (ledgerTotals, error) {
 	var l ledgerTotals
 	var rawRequests int64
 	if err := pool.QueryRow(ctx, rawTotalsSQL, projectID).Scan(&l.rows, &l.distinctIDs, &rawRequests, &l.rawCost,
@@ -408,21 +442,6 @@ func readLedger(ctx context.Context, pool *pgxpool.Pool, projectID int64, acks [
 	}
 	if err := pool.QueryRow(ctx, cacheTotalsSQL, projectID).Scan(&l.cacheCalls); err != nil {
 		return l, fmt.Errorf("read cache rollup: %w", err)
-	}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, createAckedSQL); err != nil {
-			return err
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"acked"}, []string{"attempt_id", "started_at"},
-			pgx.CopyFromSlice(len(acks), func(i int) ([]any, error) {
-				return []any{acks[i].AttemptID, acks[i].StartedAt}, nil
-			})); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, presentSQL, projectID).Scan(&l.present)
-	})
-	if err != nil {
-		return l, fmt.Errorf("look up acknowledged records: %w", err)
 	}
 	return l, nil
 }

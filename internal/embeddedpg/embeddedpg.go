@@ -96,6 +96,11 @@ type Options struct {
 	Database string
 	// Logger receives the server's lifecycle events; nil discards them.
 	Logger *slog.Logger
+	// ReplicaOf, when set, is the URL of a running server (as URL returns it) that a new cluster
+	// is copied from with pg_basebackup -R instead of being created with initdb: the server then
+	// starts as a hot standby streaming from it, with the same superuser password. It is ignored
+	// when Dir already holds a cluster.
+	ReplicaOf string
 }
 
 // Server is a running embedded PostgreSQL server. Stop it when done.
@@ -223,9 +228,16 @@ func start(ctx context.Context, dir string, opts Options, logger *slog.Logger) (
 	}
 	defer logFile.Close() // the server writes to its own copy of the descriptor
 	if dataVersion == "" {
-		logger.Info("embedded postgres: creating a new cluster", "data", c.data, "user", u.name, "binaries", binaries)
-		if err := c.initialize(ctx, logFile); err != nil {
-			return nil, err
+		if opts.ReplicaOf != "" {
+			logger.Info("embedded postgres: copying a standby", "data", c.data, "user", u.name, "binaries", binaries)
+			if err := c.basebackup(ctx, opts.ReplicaOf, logFile); err != nil {
+				return nil, err
+			}
+		} else {
+			logger.Info("embedded postgres: creating a new cluster", "data", c.data, "user", u.name, "binaries", binaries)
+			if err := c.initialize(ctx, logFile); err != nil {
+				return nil, err
+			}
 		}
 	} else if err := os.Chmod(c.data, 0o700); err != nil {
 		return nil, fmt.Errorf("make data directory private: %w", err)

@@ -40,6 +40,10 @@ func History(g *synth.Generator) Source { return func(time.Time) []schema.Attemp
 type Options struct {
 	// URL is ledgerd's base URL, such as http://127.0.0.1:8080. Required.
 	URL string
+	// Spread lists the base URLs of more ledgerd replicas: batches go to URL and these in turn,
+	// and a batch that is not acknowledged is sent again to the next one, as a client-side load
+	// balancer would.
+	Spread []string
 	// Key is the project's API key. Required.
 	Key    string
 	Source Source
@@ -79,9 +83,11 @@ type Options struct {
 
 // Response describes one HTTP request of a run, for callers that study a time window.
 type Response struct {
-	Start   time.Time
-	Took    time.Duration
-	Status  int // 0 when no response came (connection refused or reset, timeout)
+	Start  time.Time
+	Took   time.Duration
+	Status int // 0 when no response came (connection refused or reset, timeout)
+	// URL is the base URL the request went to (URL or one of Spread).
+	URL     string
 	Records int
 	// RetryAfter is the Retry-After header of the answer, if any.
 	RetryAfter string
@@ -94,7 +100,8 @@ type batch struct {
 
 type runner struct {
 	opt  Options
-	url  string
+	urls []string // base URLs, without a trailing slash
+	next atomic.Uint64
 	acks *ackLog
 
 	sent, redelivered, acked, accepted, dups     atomic.Int64
@@ -118,7 +125,10 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 	if err := opt.defaults(); err != nil {
 		return Summary{}, err
 	}
-	r := &runner{opt: opt, url: strings.TrimSuffix(opt.URL, "/") + "/v1/attempts", status: map[int]int64{}}
+	r := &runner{opt: opt, status: map[int]int64{}}
+	for _, u := range append([]string{opt.URL}, opt.Spread...) {
+		r.urls = append(r.urls, strings.TrimSuffix(u, "/"))
+	}
 	if opt.AckLog != nil {
 		r.acks = newAckLog(opt.AckLog)
 	}
@@ -295,11 +305,13 @@ func (r *runner) post(ctx context.Context, b batch) {
 	r.inflight.Add(1)
 	defer r.inflight.Add(-1)
 	first := r.opt.Now()
+	turn := r.next.Add(1)
 	for try := 0; ; try++ {
 		if try > 0 {
 			r.retries.Add(1)
 		}
-		status, resp, wait := r.send(ctx, body, len(b.recs))
+		base := r.urls[(turn+uint64(try))%uint64(len(r.urls))]
+		status, resp, wait := r.send(ctx, base, body, len(b.recs))
 		switch {
 		case resp != nil:
 			r.ack.observe(r.opt.Now().Sub(first))
@@ -343,10 +355,10 @@ func (r *runner) encode(recs []schema.Attempt) ([]byte, error) {
 
 // send makes one request. It returns the status (0 without a response), the decoded answer of a
 // 200 or of a 400 that refused every record, and how long the server asked to wait.
-func (r *runner) send(ctx context.Context, body []byte, records int) (int, *schema.IngestResponse, time.Duration) {
+func (r *runner) send(ctx context.Context, base string, body []byte, records int) (int, *schema.IngestResponse, time.Duration) {
 	rctx, cancel := context.WithTimeout(ctx, r.opt.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/v1/attempts", bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, 0
 	}
@@ -398,7 +410,7 @@ func (r *runner) send(ctx context.Context, body []byte, records int) (int, *sche
 		}
 	}
 	if r.opt.Observe != nil {
-		r.opt.Observe(Response{Start: start, Took: took, Status: status, Records: records, RetryAfter: ra})
+		r.opt.Observe(Response{Start: start, Took: took, Status: status, URL: base, Records: records, RetryAfter: ra})
 	}
 	return status, answer, wait
 }

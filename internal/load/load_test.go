@@ -3,6 +3,7 @@ package load_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,7 @@ import (
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/internal/synth"
 	"github.com/ledgerd/ledgerd/pricing"
+	"github.com/ledgerd/ledgerd/schema"
 )
 
 // ledgerd is a ledgerd running in this process on its own database.
@@ -180,6 +182,44 @@ func TestGiveUp(t *testing.T) {
 	}
 	if s.Failed != 25 || s.Acknowledged != 0 || s.NetworkErrors < 3 {
 		t.Errorf("failed %d, acknowledged %d, network errors %d; want 25, 0, at least one per batch", s.Failed, s.Acknowledged, s.NetworkErrors)
+	}
+}
+
+// TestSpread sends to two replicas of which one is down: batches alternate between them, and each
+// one the dead replica does not answer is acknowledged by the other on its retry.
+func TestSpread(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var recs []json.RawMessage
+		if err := json.NewDecoder(r.Body).Decode(&recs); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(schema.IngestResponse{Accepted: len(recs), Rejected: []schema.Rejection{}})
+	}))
+	t.Cleanup(live.Close)
+	var toDead, toLive atomic.Int64
+	s, err := load.Run(context.Background(), load.Options{URL: dead, Spread: []string{live.URL}, Key: "ldg_x",
+		Count: 100, Batch: 10, Concurrency: 1, Source: load.Live(synth.New(synth.Options{Seed: 1})),
+		Observe: func(x load.Response) {
+			if x.URL == dead {
+				toDead.Add(1)
+			} else if x.URL == live.URL {
+				toLive.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Acknowledged != 100 || s.Failed != 0 || toLive.Load() != 10 || toDead.Load() != 5 || s.Retries != 5 {
+		t.Errorf("acknowledged %d, failed %d; requests to the live replica %d, to the dead one %d, retries %d; want 100, 0, 10, 5, 5",
+			s.Acknowledged, s.Failed, toLive.Load(), toDead.Load(), s.Retries)
 	}
 }
 

@@ -26,6 +26,7 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 	ids := make([]int64, len(keys))
 	var unknown []int // indexes of keys not cached
 	s.mu.Lock()
+	epoch := s.epoch
 	for i, k := range keys {
 		if id, ok := s.series[k]; ok {
 			ids[i] = id
@@ -66,8 +67,10 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 		created[k] = id
 	}
 	s.mu.Lock()
-	for k, id := range created {
-		s.series[k] = id
+	if s.epoch == epoch { // ids looked up across a failover are not kept
+		for k, id := range created {
+			s.series[k] = id
+		}
 	}
 	s.mu.Unlock()
 	for _, i := range unknown {
@@ -89,6 +92,7 @@ func (s *Store) PriceIDs(ctx context.Context, versions []PriceVersion) (map[stri
 	out := make(map[string]int32, len(versions))
 	var missing []PriceVersion
 	s.mu.Lock()
+	epoch := s.epoch
 	for _, v := range versions {
 		if id, ok := s.prices[v.Key]; ok {
 			out[v.Key] = id
@@ -117,7 +121,9 @@ func (s *Store) PriceIDs(ctx context.Context, versions []PriceVersion) (map[stri
 	}
 	s.mu.Lock()
 	for i, v := range missing {
-		s.prices[v.Key] = ids[i]
+		if s.epoch == epoch {
+			s.prices[v.Key] = ids[i]
+		}
 		out[v.Key] = ids[i]
 	}
 	s.mu.Unlock()

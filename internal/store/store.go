@@ -24,9 +24,14 @@ type Store struct {
 	series     map[SeriesKey]int64
 	partitions map[string]bool
 	prices     map[string]int32
+	// timeline and epoch follow the server the pool reaches (server.go); mu guards them too.
+	timeline string
+	epoch    uint64
 }
 
-// Open connects to the database at url, checks it answers, and returns a Store.
+// Open connects to the database at url, checks it answers, and returns a Store. The URL may name
+// several hosts (a primary and its standbys, with target_session_attrs=read-write): should the
+// pool reconnect to a promoted standby, the Store notices and forgets what it cached (Epoch).
 func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -36,6 +41,8 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	s := newStore()
+	cfg.AfterConnect = s.identify
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -46,13 +53,19 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("reach database: %w", err)
 	}
-	return New(pool), nil
+	s.Pool = pool
+	return s, nil
 }
 
-// New wraps an existing pool.
+// New wraps an existing pool. Such a Store does not follow failovers (see Open).
 func New(pool *pgxpool.Pool) *Store {
+	s := newStore()
+	s.Pool = pool
+	return s
+}
+
+func newStore() *Store {
 	return &Store{
-		Pool:       pool,
 		series:     map[SeriesKey]int64{},
 		partitions: map[string]bool{},
 		prices:     map[string]int32{},
