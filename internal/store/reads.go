@@ -102,7 +102,7 @@ func (r *Reads) Standby() bool { return r.standby != nil }
 // far enough. Release the connection when done.
 func (r *Reads) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if r.standby == nil {
-		return r.primary.Acquire(ctx)
+		return acquire(ctx, r.primary)
 	}
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, r.maxWait)
@@ -130,7 +130,15 @@ func (r *Reads) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 		return nil, fmt.Errorf("acquire a read connection: %w", ctx.Err())
 	}
 	r.m.reads.WithLabelValues("primary", reason).Inc()
-	return r.primary.Acquire(ctx)
+	return acquire(ctx, r.primary)
+}
+
+func acquire(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire a read connection: %w", err)
+	}
+	return conn, nil
 }
 
 // replayed polls the standby behind conn until it has replayed target (without one, everything it
