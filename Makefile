@@ -34,7 +34,8 @@ test: deps
 	$(MAKE) check-generated
 	$(MAKE) check-platforms
 
-# fuzz runs each fuzz target for FUZZTIME and keeps what it found under testdata/fuzz.
+# fuzz runs each fuzz target for FUZZTIME; a failing input is written under its package's
+# testdata/fuzz, to commit with the fix (the fuzzer's corpus stays in the Go cache).
 FUZZTIME ?= 30s
 fuzz:
 	bash scripts/fuzz.sh $(FUZZTIME)
