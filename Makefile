@@ -5,7 +5,7 @@ GO            ?= go
 DATABASE_URL  ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export DATABASE_URL
 
-.PHONY: all build run test deps fuzz bench demo drills load generate check-generated vendor-web
+.PHONY: all build run test deps fuzz bench demo drills load generate check-generated check-platforms vendor-web
 
 all: build
 
@@ -26,13 +26,16 @@ run: build
 	DATABASE_URL="$(LEDGERD_DATABASE_URL)" ./bin/ledgerd serve $(RUN_ARGS)
 
 # test runs every test: unit, PostgreSQL, browser (headless Chromium), Prometheus and Alertmanager
-# end-to-end, the short reliability drills, and the freshness of generated files.
+# end-to-end, the short reliability drills, the freshness of generated files and go.mod, and the
+# builds for macOS and Windows.
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) check-generated
+	$(MAKE) check-platforms
 
-# fuzz runs each fuzz target for FUZZTIME and keeps what it found under testdata/fuzz.
+# fuzz runs each fuzz target for FUZZTIME; a failing input is written under its package's
+# testdata/fuzz, to commit with the fix (the fuzzer's corpus stays in the Go cache).
 FUZZTIME ?= 30s
 fuzz:
 	bash scripts/fuzz.sh $(FUZZTIME)
@@ -75,6 +78,14 @@ generate:
 check-generated: generate
 	@git diff --exit-code -- '*_templ.go' grafana/dashboards || (echo "generated files are stale: run make generate and commit" && exit 1)
 	@$(GO) mod tidy -diff || (echo "go.mod or go.sum is not tidy: run go mod tidy and commit" && exit 1)
+
+# check-platforms builds for the systems engineers work on besides Linux: all of ledgerd for macOS
+# (the embedded database runs there with the PostgreSQL on PATH or at --pg-binaries), and for
+# Windows what runs without the service and its embedded database: the client, the record
+# contract, the catalog, money, costcalc and the load generator.
+check-platforms:
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	GOOS=windows GOARCH=amd64 $(GO) build ./client ./schema ./pricing ./money ./cmd/costcalc ./cmd/ledgerload
 
 vendor-web:
 	bash scripts/vendor-web.sh

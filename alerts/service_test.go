@@ -2,7 +2,6 @@ package alerts_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 )
@@ -31,26 +31,8 @@ func TestService(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbURL := dbtest.NewURL(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, Config: cfg,
-			OnListen: func(a string) { addr <- a }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app.Run: %v", err)
-		}
-	})
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatalf("app.Run: %v", err)
-	}
+	ctx := t.Context()
+	base := apptest.Start(t, app.Options{DatabaseURL: dbURL, Config: cfg})
 	st, err := store.Open(ctx, dbURL, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/schema"
@@ -30,29 +31,9 @@ import (
 func startLedgerd(t *testing.T) (string, string) {
 	t.Helper()
 	dbURL := dbtest.NewURL(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	clk := newClock(now)
-	go func() {
-		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, Now: clk.Now,
-			ViewerToken: viewerToken, ViewerProject: "acme", OnListen: func(a string) { addr <- a }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("ledgerd: %v", err)
-		}
-	})
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatalf("ledgerd did not start: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("ledgerd did not start in 60s")
-	}
+	ctx := t.Context()
+	base := apptest.Start(t, app.Options{DatabaseURL: dbURL, Now: newClock(now).Now, ViewerToken: viewerToken,
+		ViewerProject: "acme"})
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)

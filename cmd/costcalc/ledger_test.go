@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
@@ -224,7 +224,7 @@ var record = flag.Bool("record", false, "rewrite testdata/summary.json from a li
 func TestLedgerLive(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewURL(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := t.Context()
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -234,19 +234,7 @@ func TestLedgerLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, OnListen: func(a string) { addr <- a }, Now: testNow})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatalf("ledgerd did not start: %v", err)
-	}
+	base := apptest.Start(t, app.Options{DatabaseURL: dbURL, Now: testNow})
 	body, err := json.Marshal(fixtureRecords())
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package analytics_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -25,32 +25,16 @@ import (
 func serve(t *testing.T, now time.Time) (string, string) {
 	t.Helper()
 	dbURL := dbtest.NewURL(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err := pgxpool.New(t.Context(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	key, err := store.New(pool).CreateKey(ctx, "acme")
+	key, err := store.New(pool).CreateKey(t.Context(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, Timezone: zone,
-			OnListen: func(a string) { addr <- a }, Now: func() time.Time { return now }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case a := <-addr:
-		return "http://" + a, key
-	case err := <-done:
-		t.Fatalf("ledgerd did not start: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("ledgerd did not start within 60 s")
-	}
-	return "", ""
+	return apptest.Start(t, app.Options{DatabaseURL: dbURL, Timezone: zone, Now: func() time.Time { return now }}), key
 }
 
 func call(t *testing.T, method, url, key string, body any) (int, []byte) {

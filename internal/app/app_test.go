@@ -12,40 +12,10 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 )
-
-// start runs the service until the test ends and returns its base URL and a stop function that
-// cancels it and waits for Run to return.
-func start(t *testing.T, opt app.Options) (string, func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	opt.Listen = "127.0.0.1:0"
-	opt.OnListen = func(a string) { addr <- a }
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, opt) }()
-	var stopped bool
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		return <-done
-	}
-	t.Cleanup(func() { _ = stop() })
-	select {
-	case a := <-addr:
-		return "http://" + a, stop
-	case err := <-done:
-		t.Fatalf("ledgerd did not start: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatal("ledgerd did not start within 90 s")
-	}
-	return "", nil
-}
 
 func post(url, key string, recs []map[string]any) (int, error) {
 	body, _ := json.Marshal(recs)
@@ -77,7 +47,7 @@ func TestShutdownCommitsAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, stop := start(t, app.Options{DatabaseURL: dbURL})
+	url, stop := apptest.Run(t, app.Options{DatabaseURL: dbURL})
 	now := time.Now().UTC().Add(-time.Minute)
 	var mu sync.Mutex
 	acked := map[string]bool{}
@@ -103,9 +73,7 @@ func TestShutdownCommitsAccepted(t *testing.T) {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond)
-	if err := stop(); err != nil {
-		t.Fatalf("Run returned %v", err)
-	}
+	stop() // fails the test unless Run returns cleanly
 	wg.Wait()
 	rows, err := pool.Query(ctx, `SELECT attempt_id FROM attempts`)
 	if err != nil {
@@ -137,7 +105,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	opt := app.Options{DataDir: dir}
-	url, stop := start(t, opt)
+	url, stop := apptest.Run(t, opt)
 	db, err := app.OpenDB(ctx, opt) // joins the running embedded server, as `ledgerd keys create` does
 	if err != nil {
 		t.Fatal(err)
@@ -150,10 +118,8 @@ func TestEmbeddedDefault(t *testing.T) {
 	if status, err := post(url, key, []map[string]any{rec("e1", time.Now().UTC())}); err != nil || status != http.StatusOK {
 		t.Fatalf("post: %d %v", status, err)
 	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	url, _ = start(t, opt)
+	stop()
+	url = apptest.Start(t, opt)
 	if status, err := post(url, key, []map[string]any{rec("e2", time.Now().UTC())}); err != nil || status != http.StatusOK {
 		t.Fatalf("post after restart: %d %v", status, err)
 	}
@@ -179,7 +145,7 @@ func TestPartitionsAhead(t *testing.T) {
 	dbURL := pool.Config().ConnString()
 	ctx := context.Background()
 	clock := time.Date(2031, 12, 20, 8, 0, 0, 0, time.UTC)
-	start(t, app.Options{DatabaseURL: dbURL, Now: func() time.Time { return clock }})
+	apptest.Start(t, app.Options{DatabaseURL: dbURL, Now: func() time.Time { return clock }})
 	want := []string{"attempts_p203112", "attempts_p203201"}
 	var got []string
 	var err error

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/client"
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 )
@@ -35,7 +36,7 @@ func TestClientEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, _ := start(t, app.Options{DatabaseURL: dbURL})
+	url := apptest.Start(t, app.Options{DatabaseURL: dbURL})
 
 	limited, _ := os.ReadFile("../../client/testdata/anthropic-error-429.json")
 	message, _ := os.ReadFile("../../client/testdata/anthropic-message.json")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/load"
 	"github.com/ledgerd/ledgerd/internal/store"
@@ -146,7 +147,7 @@ func benchApp(b *testing.B) (base, key string, stop func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	base, stop = runApp(b, dbURL)
+	base, stop = apptest.Run(b, app.Options{DatabaseURL: dbURL})
 	return base, key, stop
 }
 
@@ -415,28 +416,4 @@ func BenchmarkIngestSingle(b *testing.B) {
 	b.ReportMetric(s.AckRate(), "records/s")
 	b.ReportMetric(float64(s.Ack.P50.Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(s.Ack.P99.Microseconds())/1000, "p99_ms")
-}
-
-// runApp starts ledgerd in this process on dbURL; stop shuts it down.
-func runApp(b *testing.B, dbURL string) (base string, stop func()) {
-	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, OnListen: func(a string) { addr <- a }})
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a, func() {
-			cancel()
-			if err := <-done; err != nil {
-				b.Errorf("ledgerd: %v", err)
-			}
-		}
-	case err := <-done:
-		cancel()
-		b.Fatalf("ledgerd: %v", err)
-	}
-	return "", nil
 }

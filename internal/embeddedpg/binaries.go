@@ -16,8 +16,9 @@ import (
 
 // ErrNoBinaries reports that the PostgreSQL server binaries (initdb and postgres) were not found.
 var ErrNoBinaries = errors.New("PostgreSQL server binaries (bin/initdb, bin/postgres) not found: " +
-	"install them with `apt-get install postgresql`, or set LEDGERD_PG_BINARIES to the " +
-	"installation directory that holds bin/initdb (such as /usr/lib/postgresql/15)")
+	"install them (`apt-get install postgresql`; on macOS `brew install postgresql@17` with its bin " +
+	"on PATH, or Postgres.app), or set LEDGERD_PG_BINARIES (--pg-binaries) to the installation " +
+	"directory that holds bin/initdb (such as /usr/lib/postgresql/15 or /opt/homebrew/opt/postgresql@17)")
 
 // debianRoot holds one directory per installed major version on Debian and Ubuntu.
 const debianRoot = "/usr/lib/postgresql"

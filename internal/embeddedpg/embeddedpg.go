@@ -1,9 +1,10 @@
 // Package embeddedpg runs ledgerd's private PostgreSQL server, the database ledgerd uses when no
 // DATABASE_URL is configured.
 //
-// It drives the server binaries installed on the machine (Debian's postgresql package) directly:
-// initdb once, then on each Start a postgres postmaster as a child process of ledgerd that
-// listens on 127.0.0.1 only. Everything lives under Options.Dir:
+// It drives the server binaries installed on the machine directly (Debian's postgresql package,
+// or on macOS the PostgreSQL found on PATH or named by Options.BinariesPath): initdb once, then on
+// each Start a postgres postmaster as a child process of ledgerd that listens on 127.0.0.1 only.
+// Everything lives under Options.Dir:
 //
 //	postgres.lock        locked (flock) by the ledgerd process that runs the server
 //	postgres/            the cluster, mode 0700, owned by the user the server runs as
@@ -22,8 +23,10 @@
 // directory) get just the search bit that user needs, and each such change is logged.
 //
 // A server left behind by an earlier run, such as after ledgerd was killed, is stopped before the
-// new one starts; a stale postmaster.pid does not block the start. A server started here also shuts
-// itself down when the ledgerd process dies.
+// new one starts; a stale postmaster.pid does not block the start. On Linux a server started here
+// also shuts itself down when the ledgerd process dies; elsewhere it runs until the next Start
+// stops it. Leftovers are found through /proc on Linux, and elsewhere through postmaster.pid,
+// checked against ps. The package builds on Unix systems only (Flock, Credential, signals).
 package embeddedpg
 
 import (
@@ -59,8 +62,6 @@ const DefaultDatabase = "ledgerd"
 const (
 	// superuser is the role initdb creates; ledgerd connects as it.
 	superuser = "ledgerd"
-	// maxSocketPath is the longest unix socket path PostgreSQL accepts (sun_path less its NUL).
-	maxSocketPath = 107
 	// logRotateSize is the size past which Start moves server.log to server.log.1.
 	logRotateSize = 16 << 20
 	// cleanupTimeout bounds stopping a server that Start launched but then gave up on.

@@ -779,3 +779,58 @@ func TestServerArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestPostmasterProcess checks how a running server is told apart from a PID that another program
+// took over, the check that finds leftover servers where there is no /proc (macOS, the BSDs).
+func TestPostmasterProcess(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	b, err := os.ReadFile(filepath.Join(s.dir, "postgres", "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	started, err := strconv.ParseInt(lines[2], 10, 64)
+	if err != nil {
+		t.Fatalf("start time in postmaster.pid: %v", err)
+	}
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	// file writes a postmaster.pid naming pid, started at start, in the server's format.
+	file := func(pid int, start int64) string {
+		l := slices.Clone(lines)
+		l[0], l[2] = strconv.Itoa(pid), strconv.FormatInt(start, 10)
+		return strings.Join(l, "\n")
+	}
+	cases := []struct {
+		name    string
+		content string // "" writes no file
+		want    int
+	}{
+		// The running server, as it wrote its file.
+		{"server", file(s.proc.pid(), started), s.proc.pid()},
+		// The server's PID with a start an hour earlier: a postgres that took over a reused PID.
+		{"other start", file(s.proc.pid(), started-3600), 0},
+		// A live program that is not postgres (this test) holds the PID.
+		{"not postgres", file(os.Getpid(), started), 0},
+		// No process has the PID any more.
+		{"exited", file(exited.Process.Pid, started), 0},
+		// A postmaster that has written its PID but not yet its start time.
+		{"starting", strconv.Itoa(s.proc.pid()) + "\n", 0},
+		// No file: no server.
+		{"no file", "", 0},
+	}
+	for _, c := range cases {
+		dir := t.TempDir()
+		if c.content != "" {
+			if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := postmasterProcess(dir)
+		if err != nil || got != c.want {
+			t.Errorf("%s: postmasterProcess = %d, %v; want %d", c.name, got, err, c.want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package embeddedpg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,15 +29,16 @@ type postmaster struct {
 	err  error         // cmd.Wait's result; read only after done is closed
 }
 
-// startPostmaster starts cmd (a prepared postgres command). The server gets SIGINT, PostgreSQL's
-// fast shutdown, when ledgerd dies, so a killed ledgerd leaves no server behind.
+// startPostmaster starts cmd (a prepared postgres command). On Linux the server gets SIGINT,
+// PostgreSQL's fast shutdown, when ledgerd dies, so a killed ledgerd leaves no server behind
+// (dieWithParent); elsewhere the next Start stops it (stopLeftovers).
 func startPostmaster(cmd *exec.Cmd) (*postmaster, error) {
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGINT
+	dieWithParent(cmd.SysProcAttr)
 	p := &postmaster{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
-		// Linux sends Pdeathsig when the thread that forked the child exits, not the process:
-		// keep this goroutine, and so its thread, alive until the server exits.
+		// Linux sends the parent-death signal when the thread that forked the child exits, not
+		// the process: keep this goroutine, and so its thread, alive until the server exits.
 		runtime.LockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -132,8 +132,9 @@ func (p *postmaster) shutdown(ctx context.Context) error {
 
 // pidFile is what a postmaster records in its data directory's postmaster.pid.
 type pidFile struct {
-	pid    int
-	status string // "starting", "ready", "stopping" (line 8); "" before the postmaster writes it
+	pid     int
+	started int64  // the postmaster's start, in Unix seconds (line 3); 0 before it is written
+	status  string // "starting", "ready", "stopping" (line 8); "" before the postmaster writes it
 }
 
 // readPIDFile reads dataDir/postmaster.pid; the error wraps fs.ErrNotExist when there is none.
@@ -153,37 +154,54 @@ func readPIDFile(dataDir string) (pidFile, error) {
 		return pidFile{}, fmt.Errorf("read %s: bad pid: %w", path, err)
 	}
 	pf := pidFile{pid: pid}
+	if len(lines) > 2 {
+		pf.started, _ = strconv.ParseInt(strings.TrimSpace(lines[2]), 10, 64)
+	}
 	if len(lines) > 7 {
 		pf.status = strings.TrimSpace(lines[7])
 	}
 	return pf, nil
 }
 
-// clusterProcesses returns the IDs of the postgres processes that work in dataDir, which must be
-// a path free of symlinks: the postmaster and every one of its children change into the data
-// directory at startup and stay there. Processes that exit during the scan, or that ledgerd may not
-// inspect (other users' processes when ledgerd is not root, which cannot run this cluster), are
-// not counted.
-func clusterProcesses(dataDir string) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
+// startSlack is how far a process's start time may lie from the one its postmaster.pid records
+// for postmasterProcess to take it for the file's writer: ps reports whole seconds, and the
+// postmaster writes the file just after it starts. A PID reused by another program starts later.
+const startSlack = 5 * time.Second
+
+// postmasterProcess returns the PID that dataDir/postmaster.pid names when that process is the
+// postmaster that wrote the file: a program named postgres that started when the file says. It
+// returns 0 when there is no file, the process has exited, or the PID now belongs to another
+// program. It asks ps, which macOS and the BSDs have, for the process's start and name.
+func postmasterProcess(dataDir string) (int, error) {
+	pf, err := readPIDFile(dataDir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && (pf.pid == 0 || pf.started == 0) {
+		return 0, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
+		return 0, err
 	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue // not a process directory
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-			continue
-		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dataDir {
-			pids = append(pids, pid)
-		}
+	out, err := exec.Command("ps", "-o", "lstart=,comm=", "-p", strconv.Itoa(pf.pid)).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return 0, nil // ps fails when no process has the PID
 	}
-	return pids, nil
+	if err != nil {
+		return 0, fmt.Errorf("look up process %d: %w", pf.pid, err)
+	}
+	// lstart is a fixed-width date such as "Tue Dec  1 10:32:16 2026", in local time.
+	line := strings.TrimSpace(string(out))
+	if len(line) < len(time.ANSIC) {
+		return 0, fmt.Errorf("look up process %d: unreadable ps output %q", pf.pid, line)
+	}
+	started, err := time.ParseInLocation(time.ANSIC, line[:len(time.ANSIC)], time.Local)
+	if err != nil {
+		return 0, fmt.Errorf("look up process %d: start time in ps output %q: %w", pf.pid, line, err)
+	}
+	name := filepath.Base(strings.TrimSpace(line[len(time.ANSIC):]))
+	if !strings.HasPrefix(name, "postgres") || started.Sub(time.Unix(pf.started, 0)).Abs() > startSlack {
+		return 0, nil
+	}
+	return pf.pid, nil
 }
 
 // stopLeftovers makes sure no server from an earlier run still uses dataDir: one whose ledgerd was
@@ -223,24 +241,6 @@ func stopLeftovers(ctx context.Context, dataDir string, logger *slog.Logger) err
 		return fmt.Errorf("remove stale %s: %w", path, err)
 	}
 	return nil
-}
-
-// processAlive reports whether pid names a running process. A zombie (exited, not yet reaped by
-// its parent, as a killed ledgerd's server is until init gets to it) is not running.
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false
-	}
-	if err != nil {
-		return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-	}
-	// The state letter follows the command name, which is in parentheses and may hold any byte.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return true
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // stopProcesses stops the cluster processes pids: a fast shutdown of the postmaster (when it is

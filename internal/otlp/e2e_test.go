@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 )
@@ -26,28 +28,9 @@ import (
 // testdata/prices.yaml, and returns its address.
 func startLedgerd(t *testing.T, dbURL string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL, PricesFile: "testdata/prices.yaml",
-			OnListen: func(a string) { addrs <- a }, Now: func() time.Time { return clock }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app.Run: %v", err)
-		}
-	})
-	select {
-	case a := <-addrs:
-		return a
-	case err := <-done:
-		t.Fatalf("app.Run: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("ledgerd did not start")
-	}
-	return ""
+	base := apptest.Start(t, app.Options{DatabaseURL: dbURL, PricesFile: "testdata/prices.yaml",
+		Now: func() time.Time { return clock }})
+	return strings.TrimPrefix(base, "http://")
 }
 
 // stored is one attempts row with its series, as the test compares it.

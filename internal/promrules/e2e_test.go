@@ -19,6 +19,7 @@ import (
 	"github.com/ledgerd/ledgerd/grafana"
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/app"
+	"github.com/ledgerd/ledgerd/internal/apptest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -34,29 +35,9 @@ func TestPrometheusScrapesLedgerd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prometheus not found (%v): install Debian's prometheus package (bash scripts/install-deps.sh)", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	clock := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	dbURL := dbtest.NewURL(t)
-	addr := make(chan string, 1)
-	stopped := make(chan error, 1)
-	go func() {
-		stopped <- app.Run(ctx, app.Options{Listen: "127.0.0.1:0", DatabaseURL: dbURL,
-			OnListen: func(a string) { addr <- a }, Now: func() time.Time { return clock }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("ledgerd: %v", err)
-		}
-	})
-	var ledgerd string
-	select {
-	case ledgerd = <-addr:
-	case err := <-stopped:
-		t.Fatalf("ledgerd did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("ledgerd did not start within 30 s")
-	}
+	ledgerd := strings.TrimPrefix(apptest.Start(t, app.Options{DatabaseURL: dbURL, Now: func() time.Time { return clock }}), "http://")
 
 	prom := startPrometheus(t, bin, ledgerd)
 
