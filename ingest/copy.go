@@ -173,6 +173,7 @@ func (b *batch) appendCopy(msg []byte) []byte {
 		} else {
 			c.null()
 		}
+		b.appendLimits(c, i)
 	}
 	return c.end()
 }
@@ -215,6 +216,7 @@ func checkCopyLayout() {
 	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
 		"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
 		"text", "text", "text", "text", "jsonb"}
+	want = append(want, limitTypes()...)
 	var got []string
 	for _, c := range attemptCols {
 		got = append(got, c.typ)

@@ -79,6 +79,14 @@ func variedBatch(n int) []schema.Attempt {
 			a.HTTPStatus, a.RetryAfterMS, a.ProviderRequestID, a.Batch = 529, int64(i)*7, fmt.Sprintf("msg_%d", i), true
 			a.Metadata = map[string]string{"region": "eu-west", "note": fmt.Sprintf("ünï \"q\" %d", i)}
 		}
+		if i%5 == 2 { // an org, and the limits its provider reported (one not, one only a reset)
+			a.Org = []string{"org-a", "org-b"}[i%2]
+			a.RateLimits = &schema.RateLimits{
+				Requests:     schema.RateLimit{Limit: 50, Remaining: int64(i % 51), Reset: at.Add(time.Duration(i) * time.Millisecond)},
+				Tokens:       schema.RateLimit{Limit: 40_000, Remaining: int64(i * 37 % 40_001)},
+				OutputTokens: schema.RateLimit{Reset: at.Add(time.Second)},
+			}
+		}
 		cost := flatPrice(&a).Cost
 		switch rng.IntN(4) {
 		case 1: // agrees with ledgerd's

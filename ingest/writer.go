@@ -623,6 +623,8 @@ type batch struct {
 	cost, nocache, clientCost              []*int64
 	attemptID, requestID                   []string
 	promptHash, providerReq, metadata      []*string
+	org                                    []*string
+	limits                                 []*schema.RateLimits
 }
 
 // columns turns rows into a batch; seriesIDs[i] is the series of rows[i]. The batch's optional
@@ -643,6 +645,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		cost: make([]*int64, n), nocache: make([]*int64, n), clientCost: make([]*int64, n),
 		attemptID: make([]string, n), requestID: make([]string, n),
 		promptHash: make([]*string, n), providerReq: make([]*string, n), metadata: make([]*string, n),
+		org: make([]*string, n), limits: make([]*schema.RateLimits, n),
 	}
 	for i, r := range rows {
 		a := r.a
@@ -678,6 +681,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		b.attemptID[i], b.requestID[i] = a.AttemptID, a.RequestID
 		b.promptHash[i] = optional(&a.PromptHash)
 		b.providerReq[i] = optional(&a.ProviderRequestID)
+		b.org[i], b.limits[i] = optional(&a.Org), a.RateLimits
 		if len(a.Metadata) > 0 {
 			raw, err := json.Marshal(a.Metadata)
 			if err != nil {
@@ -692,9 +696,10 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 
 // arrays returns the columns as the arrays insertSQL unnests.
 func (b *batch) arrays() []any {
-	return []any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
+	return append([]any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
 		b.batch, b.httpStatus, b.retryAfter, b.priceID, b.input, b.output, b.cw, b.cw1h, b.cr, b.reasoning,
-		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata}
+		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata},
+		b.limitArrays()...)
 }
 
 // optional is s, or nil (a NULL) when it is empty.
