@@ -62,7 +62,8 @@ var columns = []string{"project_id", "started_at", "series_id", "attempt_no", "l
 	"ratelimit_limit_output_tokens", "ratelimit_remaining_output_tokens", "ratelimit_reset_output_tokens"}
 
 // Load generates opt.Records attempts from package synth (the demo incidents: a retry storm, an
-// outage served by a fallback model, support-bot's broken cache) and copies them into attempts,
+// outage served by a fallback model, support-bot's broken cache, a Monday-morning rush over an
+// org's rate limits) and copies them into attempts,
 // then rebuilds every rollup. Two habits are added to synth's services, so the ledger shows them:
 // digest-mailer puts the send time before its cached prefix (each call has its own prompt_hash,
 // and never reads the cache), and extractor reports a client cost 3% above ledgerd's.
@@ -89,6 +90,7 @@ func Load(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 		res.Projects = append(res.Projects, p)
 		so := synth.Demo(opt.Seed+int64(i), opt.End, opt.Timezone)
 		so.Start = opt.End.AddDate(0, 0, -opt.Days)
+		so.Rate = synth.CallsPerMinute(so, opt.Records*(1<<(len(opt.Projects)-1-i))/(1<<len(opt.Projects)-1))
 		gens[i] = synth.New(so)
 	}
 	// Project i gets 2^(n-1-i) shares of the traffic.
