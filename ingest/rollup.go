@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // Sum is one summed rollup column and the aggregate over attempts rows that feeds it.
@@ -135,13 +137,14 @@ func buildInsertSQL() string {
 	), p1 AS (
 		INSERT INTO pending_cache (%[8]s)
 		SELECT project_id, %[9]s, series_id, fallback, %[10]s, %[11]s FROM ins WHERE %[12]s GROUP BY %[13]s
-	)
+	), %[14]s
 	SELECT project_id, attempt_id, started_at FROM ins`,
 		strings.Join(cols, ", "), strings.Join(params, ", "),
 		strings.Join(slices.Concat(pendingKey, sumCols(RollupSums)), ", "), strings.Join(keySel, ", "),
 		strings.Join(sumExprs(RollupSums), ", "), LatencyHistExpr, strings.Join(ordinals(len(pendingKey)), ", "),
 		strings.Join(slices.Concat(CacheKey, sumCols(CacheSums)), ", "), HourBucketExpr, CacheHashExpr,
-		strings.Join(sumExprs(CacheSums), ", "), CacheWhere, strings.Join(ordinals(len(CacheKey)), ", "))
+		strings.Join(sumExprs(CacheSums), ", "), CacheWhere, strings.Join(ordinals(len(CacheKey)), ", "),
+		rollup.LoadPendingFrom("ins", fmt.Sprintf("$%d", len(attemptCols)+1)))
 }
 
 // sumExprs are the SQL aggregates over attempts of sums, in order.

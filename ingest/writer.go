@@ -559,11 +559,13 @@ func (w *Writer) insertFast(ctx context.Context, b *batch) (stored bool, err err
 	if len(cache.keys) > 0 {
 		sqls = append(sqls, pendingCacheCopySQL)
 	}
+	sqls = append(sqls, pendingLoadCopySQL)
 	buf := commitBufs.Get().(*[]byte)
 	msg := hourly.appendCopy(b.appendCopy(commitQuery((*buf)[:0], sqls...)), true)
 	if len(cache.keys) > 0 {
 		msg = cache.appendCopy(msg, false)
 	}
+	msg = loadOf(b, w.opt.Timezone).appendCopy(msg)
 	defer putCommitBuf(buf, msg)
 	conn, err := w.st.Pool.Acquire(ctx)
 	if err != nil {
@@ -625,6 +627,7 @@ type batch struct {
 	promptHash, providerReq, metadata      []*string
 	org                                    []*string
 	limits                                 []*schema.RateLimits
+	key                                    []*store.SeriesKey // the load rollup's provider, model and service
 }
 
 // columns turns rows into a batch; seriesIDs[i] is the series of rows[i]. The batch's optional
@@ -645,7 +648,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		cost: make([]*int64, n), nocache: make([]*int64, n), clientCost: make([]*int64, n),
 		attemptID: make([]string, n), requestID: make([]string, n),
 		promptHash: make([]*string, n), providerReq: make([]*string, n), metadata: make([]*string, n),
-		org: make([]*string, n), limits: make([]*schema.RateLimits, n),
+		org: make([]*string, n), limits: make([]*schema.RateLimits, n), key: seriesKeys(rows),
 	}
 	for i, r := range rows {
 		a := r.a

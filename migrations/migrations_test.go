@@ -227,6 +227,7 @@ func TestPendingTablesMatchRollups(t *testing.T) {
 	for _, c := range []struct{ pending, rollup, without, with string }{
 		{"pending_rollup_hourly", "rollup_hourly", "", "day date"},
 		{"pending_cache", "rollup_cache_hourly", "single_use bigint", ""},
+		{"pending_load_minute", "rollup_load_minute", "", "day date"},
 	} {
 		want := slices.DeleteFunc(columns(c.rollup), func(col string) bool { return col == c.without })
 		if c.with != "" {

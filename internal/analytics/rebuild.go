@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // RebuildResult reports what Rebuild did.
@@ -118,7 +119,7 @@ var (
 
 	setTimezoneSQL = `INSERT INTO settings (key, value) VALUES ('timezone', $1)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
-	analyzeRollupsSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + narrowTables + `, rollup_cache_hourly, cache_prefixes`
+	analyzeRollupsSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + narrowTables + `, rollup_cache_hourly, cache_prefixes, rollup_load_minute, rollup_load_peaks`
 	countRollupsSQL   = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
 		(SELECT count(*) FROM rollup_cache_hourly)`
 )
@@ -157,8 +158,9 @@ func rollupInsert(table, bucket, where string) string {
 		FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`, table, cols, bucket, exprs, ingest.LatencyHistExpr, where)
 }
 
-// Rebuild recounts rollup_hourly, rollup_daily (and the narrow daily rollups from it) and
-// rollup_cache_hourly from the raw attempts, with days counted in tz, and stores tz as the
+// Rebuild recounts rollup_hourly, rollup_daily (and the narrow daily rollups from it),
+// rollup_cache_hourly and the load rollup (rollup_load_minute, and its daily peaks from it) from
+// the raw attempts, with days counted in tz, and stores tz as the
 // database's timezone, all in one transaction: use it to change the timezone, or to repair
 // rollups. It first folds the rollup deltas pending in its snapshot (ingest.Fold), which it then
 // recounts with the raw attempts; deltas committed after stay pending for the writers to fold
@@ -217,6 +219,10 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (Rebuil
 			steps = append(steps, step{"recount kept days", dailyFromHourlySQL, []any{tz.String(), civilDays(lost.all)}})
 		}
 		steps = append(steps, narrowSQL...)
+		steps = append(steps, step{"clear load minutes", rollup.LoadRebuildSQL[0], []any{los, his}},
+			step{"count load minutes", rollup.LoadRebuildSQL[1], nil},
+			step{"clear load peaks", rollup.LoadRebuildSQL[2], nil},
+			step{"count load peaks", rollup.LoadRebuildSQL[3], []any{tz.String()}})
 		steps = append(steps, step{"store timezone", setTimezoneSQL, []any{tz.String()}},
 			step{"analyze rollups", analyzeRollupsSQL, nil})
 		for _, st := range steps {
