@@ -97,7 +97,7 @@ func (l *ledger) reset(t testing.TB, tz *time.Location) {
 		t.Fatal(err)
 	}
 	if _, err := l.st.Pool.Exec(ctx, `TRUNCATE attempts, rollup_hourly, rollup_daily, rollup_cache_hourly,
-		alert_state, alert_notifications, alert_history, alert_receivers`); err != nil {
+		rollup_load_minute, rollup_load_peaks, alert_state, alert_notifications, alert_history, alert_receivers`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.st.Pool.Exec(ctx, `UPDATE projects SET monthly_budget_nanos = NULL`); err != nil {
