@@ -15,7 +15,6 @@ import (
 
 	"github.com/ledgerd/ledgerd/alerts/notify"
 	"github.com/ledgerd/ledgerd/internal/store"
-	"github.com/ledgerd/ledgerd/money"
 )
 
 // Options are what an Evaluator is built from besides its configuration.
@@ -41,6 +40,7 @@ type Evaluator struct {
 	cfg       *Config
 	opt       Options
 	pool      *pgxpool.Pool
+	store     *store.Store
 	log       *slog.Logger
 	now       func() time.Time
 	rules     []*Rule
@@ -73,7 +73,7 @@ func New(cfg *Config, opt Options) *Evaluator {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Evaluator{cfg: cfg, opt: opt, pool: opt.Pool, log: opt.Logger, now: opt.Now,
+	e := &Evaluator{cfg: cfg, opt: opt, pool: opt.Pool, store: store.New(opt.Pool), log: opt.Logger, now: opt.Now,
 		ruleByNm: map[string]*Rule{}, leader: &leader{pool: opt.Pool}, m: newMetrics(opt.Registerer)}
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
@@ -168,7 +168,7 @@ func (e *Evaluator) Evaluate(ctx context.Context) (bool, error) {
 		}
 	}
 	now := e.now()
-	projects, err := listProjects(ctx, e.pool)
+	projects, err := e.store.Projects(ctx)
 	if err != nil {
 		return true, err
 	}
@@ -184,7 +184,7 @@ func (e *Evaluator) Evaluate(ctx context.Context) (bool, error) {
 				continue
 			}
 			covered[pair{r.Name, p.ID}] = true
-			ec := evalContext{pool: e.pool, tz: e.opt.Timezone, project: p.Project, budget: p.budget, now: now}
+			ec := evalContext{pool: e.pool, tz: e.opt.Timezone, project: p.Project, budget: p.Budget, now: now}
 			samples, err := evaluate(ctx, ec, r)
 			if err == nil {
 				_, _, err = transition(ctx, e.pool, r.Name, r, p.Project, samples, now)
@@ -231,7 +231,7 @@ func (e *Evaluator) Evaluate(ctx context.Context) (bool, error) {
 const pruneHistorySQL = `DELETE FROM alert_history WHERE at < $1`
 
 // activeSQL reads the alerts notifications are about; pending ones stay quiet.
-const activeSQL = `SELECT ` + stateCols + ` FROM alert_state s JOIN projects p ON p.id = s.project_id
+const activeSQL = `SELECT ` + stateCols + ` FROM alert_state s
 	WHERE s.state IN ('firing', 'resolved') ORDER BY s.active_since, s.fingerprint`
 
 // countSQL counts alerts by state for the ledgerd_alerts gauge.
@@ -250,8 +250,16 @@ func (e *Evaluator) dispatch(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("read alerts: %w", err)
 	}
 	fps := make([]string, len(active))
+	ids := make([]int64, len(active))
 	for i, a := range active {
-		fps[i] = a.Fingerprint
+		fps[i], ids[i] = a.Fingerprint, a.ProjectID
+	}
+	names, err := e.store.ProjectNames(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range active {
+		active[i].Project = names[active[i].ProjectID]
 	}
 	nlog, err := readLog(ctx, e.pool, fps)
 	if err != nil {
@@ -292,26 +300,4 @@ func (e *Evaluator) dispatch(ctx context.Context, now time.Time) error {
 	e.m.alerts.WithLabelValues(statePending).Set(float64(pending))
 	e.m.alerts.WithLabelValues(stateFiring).Set(float64(firing))
 	return nil
-}
-
-// projectRow is a project with its stored monthly budget (NULL: none).
-type projectRow struct {
-	store.Project
-	budget *money.Nanos
-}
-
-func listProjects(ctx context.Context, pool *pgxpool.Pool) ([]projectRow, error) {
-	rows, err := pool.Query(ctx, `SELECT id, name, monthly_budget_nanos FROM projects ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("list projects: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (projectRow, error) {
-		var p projectRow
-		err := row.Scan(&p.ID, &p.Name, &p.budget)
-		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list projects: %w", err)
-	}
-	return out, nil
 }

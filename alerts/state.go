@@ -45,21 +45,22 @@ type alertRow struct {
 	LastNotifiedAt *time.Time
 }
 
-const stateCols = `s.fingerprint, s.rule, s.kind, s.severity, s.project_id, p.name, s.state, s.labels, s.summary,
+// stateCols are the columns of alert_state scanState reads; the project's name is not one of them
+// (store names projects).
+const stateCols = `s.fingerprint, s.rule, s.kind, s.severity, s.project_id, s.state, s.labels, s.summary,
 	s.description, s.figures, s.active_since, s.fired_at, s.resolved_at, s.evaluated_at, s.last_notified_at`
 
 func scanState(row pgx.CollectableRow) (alertRow, error) {
 	var a alertRow
-	err := row.Scan(&a.Fingerprint, &a.Rule, &a.Kind, &a.Severity, &a.ProjectID, &a.Project, &a.State, &a.Labels,
+	err := row.Scan(&a.Fingerprint, &a.Rule, &a.Kind, &a.Severity, &a.ProjectID, &a.State, &a.Labels,
 		&a.Summary, &a.Description, &a.Figures, &a.ActiveSince, &a.FiredAt, &a.ResolvedAt, &a.EvaluatedAt, &a.LastNotifiedAt)
 	return a, err
 }
 
 // Queries of the state stage.
 const (
-	stateForRuleSQL = `SELECT ` + stateCols + ` FROM alert_state s JOIN projects p ON p.id = s.project_id
-		WHERE s.rule = $1 AND s.project_id = $2 FOR UPDATE OF s`
-	upsertStateSQL = `INSERT INTO alert_state (fingerprint, rule, kind, severity, project_id, state, labels, summary,
+	stateForRuleSQL = `SELECT ` + stateCols + ` FROM alert_state s WHERE s.rule = $1 AND s.project_id = $2 FOR UPDATE`
+	upsertStateSQL  = `INSERT INTO alert_state (fingerprint, rule, kind, severity, project_id, state, labels, summary,
 		description, figures, active_since, fired_at, resolved_at, evaluated_at, last_notified_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (fingerprint) DO UPDATE SET kind = excluded.kind, severity = excluded.severity,

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // The fast path COPYs a batch in PostgreSQL's binary COPY format, encoded straight from the
@@ -20,31 +21,16 @@ import (
 // this way equal those the exact path stores through pgx.
 
 // The fast path's COPY statements: attempts in attemptCols order, then the pending rollup rows and
-// cache groups summed in Go (see sums.go), keys first, then sums, then (hourly) the histogram.
+// cache groups summed in Go (see sums.go), in the column order of rollup.PendingCols and
+// rollup.PendingCacheCols.
 var (
 	copySQL              = copyStmt("attempts", colList(attemptCols))
-	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", slices.Concat(pendingKey, sumCols(RollupSums), []string{"latency_hist"}))
-	pendingCacheCopySQL  = copyStmt("pending_cache", slices.Concat(CacheKey, sumCols(CacheSums)))
+	pendingRollupCopySQL = copyStmt("pending_rollup_hourly", rollup.PendingCols)
+	pendingCacheCopySQL  = copyStmt("pending_cache", rollup.PendingCacheCols)
 )
 
 func copyStmt(table string, cols []string) string {
 	return "COPY " + table + " (" + strings.Join(cols, ", ") + ") FROM STDIN (FORMAT binary)"
-}
-
-func colList(cols []column) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = c.col
-	}
-	return out
-}
-
-func sumCols(sums []Sum) []string {
-	out := make([]string, len(sums))
-	for i, s := range sums {
-		out[i] = s.Col
-	}
-	return out
 }
 
 // pgEpochMicros is 2000-01-01 UTC, PostgreSQL's timestamp epoch, in Unix microseconds.
@@ -178,15 +164,15 @@ func (b *batch) appendCopy(msg []byte) []byte {
 	return c.end()
 }
 
-// appendCopy appends the groups to msg as the data of pendingRollupCopySQL (hist: the hourly rows,
-// keyed as pendingKey) or pendingCacheCopySQL (keyed as CacheKey).
+// appendCopy appends the groups to msg as the data of pendingRollupCopySQL (hist: the hourly rows)
+// or pendingCacheCopySQL.
 func (g *groups) appendCopy(msg []byte, hist bool) []byte {
 	c := startCopy(msg)
 	for i, k := range g.keys {
 		if hist {
-			c.row(len(pendingKey) + g.width + 1)
+			c.row(len(rollup.PendingCols))
 		} else {
-			c.row(len(CacheKey) + g.width)
+			c.row(len(rollup.PendingCacheCols))
 		}
 		c.i8(k.project)
 		c.timestamp(k.bucket * 1e6)
@@ -208,25 +194,6 @@ func (g *groups) appendCopy(msg []byte, hist bool) []byte {
 	}
 	return c.end()
 }
-
-// checkCopyLayout panics at start-up if attemptCols (whose types the exact path's arrays are cast
-// to) no longer has the types batch.appendCopy writes, in its order: the encoder and the column list
-// must change together.
-func checkCopyLayout() {
-	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
-		"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
-		"text", "text", "text", "text", "jsonb"}
-	want = append(want, limitTypes()...)
-	var got []string
-	for _, c := range attemptCols {
-		got = append(got, c.typ)
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		panic(fmt.Sprintf("ingest: attemptCols types %v, but appendCopy writes %v", got, want))
-	}
-}
-
-func init() { checkCopyLayout() }
 
 // commitQuery appends to msg the simple query "BEGIN; COPY …; COPY …; COMMIT" of copyCommit, for
 // the COPY statements sqls; each COPY's data follows it (appendCopy).
@@ -261,6 +228,12 @@ func putCommitBuf(buf *[]byte, msg []byte) {
 // the data still coming, so nothing is written; the connection is then rolled back to be used
 // again, or left in its transaction for the pool to close.
 func copyCommit(ctx context.Context, pg *pgconn.PgConn, msg []byte) error {
+	// pgx may hold buffered reads or read in the background: the raw connection is only ours once
+	// they are drained and stopped.
+	if err := pg.SyncConn(ctx); err != nil {
+		_ = pg.Close(ctx)
+		return fmt.Errorf("sync connection: %w", err)
+	}
 	// The write is bounded by ctx's deadline too: the server reads it while it runs the query.
 	if d, ok := ctx.Deadline(); ok {
 		_ = pg.Conn().SetWriteDeadline(d)

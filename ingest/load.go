@@ -7,12 +7,11 @@ import (
 
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
-	"github.com/ledgerd/ledgerd/schema"
 )
 
 // The fast path sums a batch's load deltas (rollup.LoadSums and the lowest headroom of each of
 // rollup.LoadLimits) in Go, per minute and key, and COPYs them into pending_load_minute; the exact
-// path counts them in SQL (rollup.LoadPendingFrom). The twin test checks both write the same rows.
+// path counts them in SQL (rollup.PendingFrom). The twin test checks both write the same rows.
 
 // pendingLoadCopySQL COPYs load groups: key, the local day, then rollup.LoadCols.
 var pendingLoadCopySQL = copyStmt("pending_load_minute", slices.Concat(rollup.LoadKey, []string{"day"}, rollup.LoadCols))
@@ -45,9 +44,9 @@ func (h headroom) below(o headroom) bool {
 }
 
 // loadRow is the sums of one pending load row: rollup.LoadSums' columns in order, and the lowest
-// headroom of each limit.
+// headroom of each of rollup.LoadLimits.
 type loadRow struct {
-	sums   [4]int64
+	sums   []int64
 	lowest [4]headroom
 }
 
@@ -60,10 +59,8 @@ type loadGroups struct {
 
 // loadOf sums b (all rows new) per UTC minute and load key, with local days in tz.
 func loadOf(b *batch, tz *time.Location) *loadGroups {
-	if len(rollup.LoadSums) != 4 || len(rollup.LoadLimits) != 4 {
-		panic("ingest: loadOf sums rollup.LoadSums and rollup.LoadLimits as they were when it was written")
-	}
 	g := &loadGroups{index: map[loadKey]int{}}
+	var a rollup.Attempt
 	for i := range b.n {
 		t := b.started[i]
 		y, m, d := t.In(tz).Date()
@@ -78,15 +75,17 @@ func loadOf(b *batch, tz *time.Location) *loadGroups {
 			n = len(g.keys)
 			g.index[k] = n
 			g.keys = append(g.keys, k)
-			g.rows = append(g.rows, loadRow{})
+			g.rows = append(g.rows, loadRow{sums: make([]int64, len(rollup.LoadSums))})
 		}
 		r := &g.rows[n]
-		r.sums[0]++
-		if (b.httpStatus[i] != nil && *b.httpStatus[i] == 429) || b.class[i] == string(schema.ErrorRateLimited) {
-			r.sums[1]++
+		a = rollup.Attempt{Input: b.input[i], Output: b.output[i], CacheWrite: b.cw[i], CacheRead: b.cr[i],
+			ErrorClass: b.class[i]}
+		if s := b.httpStatus[i]; s != nil {
+			a.HTTPStatus = *s
 		}
-		r.sums[2] += b.input[i] + b.cw[i] + b.cr[i]
-		r.sums[3] += b.output[i]
+		for c, s := range rollup.LoadSums {
+			r.sums[c] += s.Add(&a)
+		}
 		if rl := b.limits[i]; rl != nil {
 			for j, l := range limitsOf(rl) {
 				if h := (headroom{l.Remaining, l.Limit}); l.Reported() && h.below(r.lowest[j]) {

@@ -1,78 +1,15 @@
 package ingest
 
 import (
-	"fmt"
 	"math"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
-// The fast path sums the rollups of a batch in Go. Every column of RollupSums and CacheSums is a
-// sum over attempts of a per-row contribution (count(*) adds 1, a FILTER adds 0 or 1, a
-// coalesce(sum(x), 0) adds x or 0); contributions gives each column's, by name. The SQL
-// expressions stay the one definition (analytics' rebuild and reprice use them); the twin test
-// checks that both paths write identical rollups.
-var contributions = map[string]func(b *batch, i int) int64{
-	"attempts":              func(*batch, int) int64 { return 1 },
-	"calls":                 func(*batch, int) int64 { return 1 },
-	"requests":              func(b *batch, i int) int64 { return flag(b.attemptNo[i] == 1) },
-	"input_tokens":          func(b *batch, i int) int64 { return b.input[i] },
-	"output_tokens":         func(b *batch, i int) int64 { return b.output[i] },
-	"cache_write_tokens":    func(b *batch, i int) int64 { return b.cw[i] },
-	"cache_write_1h_tokens": func(b *batch, i int) int64 { return b.cw1h[i] },
-	"cache_read_tokens":     func(b *batch, i int) int64 { return b.cr[i] },
-	"reasoning_tokens":      func(b *batch, i int) int64 { return b.reasoning[i] },
-	"cache_write_calls":     func(b *batch, i int) int64 { return flag(b.cw[i] > 0) },
-	"cache_read_calls":      func(b *batch, i int) int64 { return flag(b.cr[i] > 0) },
-	"cost_nanos":            func(b *batch, i int) int64 { return orZero(b.cost[i]) },
-	"nocache_cost_nanos":    func(b *batch, i int) int64 { return orZero(b.nocache[i]) },
-	"unpriced_attempts":     func(b *batch, i int) int64 { return flag(b.cost[i] == nil) },
-	"client_cost_nanos":     func(b *batch, i int) int64 { return orZero(b.clientCost[i]) },
-	"cost_mismatch_attempts": func(b *batch, i int) int64 {
-		client, cost := b.clientCost[i], b.cost[i]
-		return flag(client != nil && cost != nil && abs(*client-*cost)*100 > *cost)
-	},
-	"latency_sum_ms": func(b *batch, i int) int64 { return int64(b.latency[i]) },
-}
-
-// rollupFuncs and cacheFuncs are the contributions in the column order of RollupSums and
-// CacheSums, resolved once at start-up.
-var (
-	rollupFuncs = sumFuncs(RollupSums)
-	cacheFuncs  = sumFuncs(CacheSums)
-)
-
-func sumFuncs(sums []Sum) []func(*batch, int) int64 {
-	fs := make([]func(*batch, int) int64, len(sums))
-	for i, s := range sums {
-		f, ok := contributions[s.Col]
-		if !ok {
-			panic(fmt.Sprintf("ingest: rollup column %q has no Go contribution", s.Col))
-		}
-		fs[i] = f
-	}
-	return fs
-}
-
-func flag(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func orZero(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
+// The fast path sums the rollups of a batch in Go: every column of rollup.Sums and
+// rollup.CacheSums is a sum over attempts of a per-row contribution (Sum.Add), the twin of its
+// SQL expression; the twin test checks that both paths write identical rollups.
 
 // latencyBucket is SQL latency_bucket: the schema-4 native-histogram bucket of a latency in ms.
 func latencyBucket(ms int32) int {
@@ -151,12 +88,16 @@ func (g *groups) add(k groupKey, contrib []int64, bucket int) {
 // and into cache groups. Days are local dates in tz: Go's t.In(tz) date equals PostgreSQL's
 // (t AT TIME ZONE tz)::date for the same zone rules.
 func rollupGroups(b *batch, tz *time.Location) (hourly, cache *groups) {
-	hourly, cache = newGroups(len(rollupFuncs)), newGroups(len(cacheFuncs))
+	hourly, cache = newGroups(len(rollup.Sums)), newGroups(len(rollup.CacheSums))
 	// A row's contributions and latency bucket are worked out once, then added to its groups.
-	rc, cc := make([]int64, len(rollupFuncs)), make([]int64, len(cacheFuncs))
+	rc, cc := make([]int64, len(rollup.Sums)), make([]int64, len(rollup.CacheSums))
+	var a rollup.Attempt
 	for i := range b.n {
-		for c, f := range rollupFuncs {
-			rc[c] = f(b, i)
+		a = rollup.Attempt{AttemptNo: b.attemptNo[i], LatencyMS: b.latency[i], Input: b.input[i], Output: b.output[i],
+			CacheWrite: b.cw[i], CacheWrite1h: b.cw1h[i], CacheRead: b.cr[i], Reasoning: b.reasoning[i],
+			Cost: b.cost[i], NoCache: b.nocache[i], ClientCost: b.clientCost[i]}
+		for c, s := range rollup.Sums {
+			rc[c] = s.Add(&a)
 		}
 		t := b.started[i]
 		hour := t.Truncate(time.Hour).Unix()
@@ -165,8 +106,8 @@ func rollupGroups(b *batch, tz *time.Location) (hourly, cache *groups) {
 			series: b.series[i], fallback: b.fallback[i], status: b.status[i], class: b.class[i]},
 			rc, latencyBucket(b.latency[i]))
 		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {
-			for c, f := range cacheFuncs {
-				cc[c] = f(b, i)
+			for c, s := range rollup.CacheSums {
+				cc[c] = s.Add(&a)
 			}
 			ck := groupKey{project: b.project[i], bucket: hour, series: b.series[i], fallback: b.fallback[i]}
 			if p := b.promptHash[i]; p != nil {

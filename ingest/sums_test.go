@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 )
@@ -98,4 +99,32 @@ func zeros(n int) string {
 		s += ",0"
 	}
 	return s
+}
+
+// BenchmarkRollupGroups sums a commit of 1,000 records into its pending rollup rows and cache
+// groups, as the fast path does on every commit.
+func BenchmarkRollupGroups(b *testing.B) {
+	const n = 1000
+	bt := &batch{n: n, project: make([]int64, n), series: make([]int64, n), started: make([]time.Time, n),
+		attemptNo: make([]int32, n), latency: make([]int32, n), status: make([]string, n), class: make([]string, n),
+		fallback: make([]bool, n), input: make([]int64, n), output: make([]int64, n), cw: make([]int64, n),
+		cw1h: make([]int64, n), cr: make([]int64, n), reasoning: make([]int64, n), cost: make([]*int64, n),
+		nocache: make([]*int64, n), clientCost: make([]*int64, n), promptHash: make([]*string, n)}
+	start := time.Date(2026, 11, 4, 15, 0, 0, 0, time.UTC)
+	hash := "p1"
+	for i := range n {
+		c := int64(1000 + i)
+		bt.project[i], bt.series[i], bt.started[i] = 1, int64(i%50), start.Add(time.Duration(i)*time.Second)
+		bt.attemptNo[i], bt.latency[i], bt.status[i], bt.class[i] = int32(1+i%2), int32(100+i), "ok", "none"
+		bt.input[i], bt.output[i], bt.cw[i], bt.cr[i] = 2000, 300, int64(i%3), int64(i%2)*500
+		if i%10 != 0 {
+			bt.cost[i], bt.nocache[i] = &c, &c
+		}
+		if i%4 == 0 {
+			bt.clientCost[i], bt.promptHash[i] = &c, &hash
+		}
+	}
+	for b.Loop() {
+		rollupGroups(bt, time.UTC)
+	}
 }

@@ -1,12 +1,12 @@
 // Package ingest turns validated attempt records into committed ledger rows. Its Writer coalesces
 // concurrent submissions into large multi-row commits (group commit), skips records already stored,
 // and keeps the rollups exact: each commit adds its rollup deltas to pending tables, and the
-// writer folds them into the rollups a few times a second (fold.go) and whenever a read asks
+// writer folds them into the rollups (rollup.Fold) a few times a second and whenever a read asks
 // (Sync).
 //
 // A commit takes one of two paths. The fast path COPYs the batch straight into attempts and, in the
 // same transaction and round trip (copyCommit), COPYs the batch's rollup deltas, summed in Go
-// (sums.go, a twin of RollupSums and CacheSums), into the pending tables. It succeeds whenever
+// (sums.go, from rollup.Sums and rollup.CacheSums), into the pending tables. It succeeds whenever
 // every record is new, which is nearly always: duplicates within the batch are removed beforehand.
 // When a record was already stored (a redelivery), the COPY fails on the identity index, the
 // transaction is rolled back, and the batch takes the exact path: insertSQL, one statement that
@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
@@ -330,7 +331,7 @@ func (w *Writer) fold(ctx context.Context) error {
 			return err
 		}
 		var err error
-		moved, err = Fold(ctx, tx)
+		moved, err = rollup.Fold(ctx, tx)
 		return err
 	})
 	w.m.foldTime.Observe(time.Since(start).Seconds())
@@ -349,7 +350,7 @@ func (w *Writer) fold(ctx context.Context) error {
 	w.folded.Store(upTo)
 	if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
 		w.lastVacuum = time.Now()
-		if _, err := w.st.Pool.Exec(ctx, vacuumPendingSQL); err != nil {
+		if _, err := w.st.Pool.Exec(ctx, rollup.VacuumPendingSQL); err != nil {
 			w.log.Warn("vacuum pending rollups", "err", err)
 		}
 	}

@@ -246,7 +246,7 @@ func TestBudget(t *testing.T) {
 		{"within it", 100 * money.PerDollar, "Budget $100.00", false},
 	}
 	for _, c := range cases {
-		if err := analytics.SetBudget(ctx, s.st.Pool, "acme", &c.budget); err != nil {
+		if err := analytics.SetBudget(ctx, s.st, "acme", &c.budget); err != nil {
 			t.Fatal(err)
 		}
 		want := c.want

@@ -66,7 +66,7 @@ func runBudget(ctx context.Context, fs *flag.FlagSet, o *app.Options, args []str
 		budget = &b
 	}
 	return withDB(ctx, *o, func(d *app.DB) error {
-		if err := analytics.SetBudget(ctx, d.Store.Pool, *project, budget); err != nil {
+		if err := analytics.SetBudget(ctx, d.Store, *project, budget); err != nil {
 			return err
 		}
 		if budget == nil {

@@ -10,7 +10,7 @@
 // range is echoed in every answer. Whole local days inside it are read from rollup_daily and the
 // hours at its edges from rollup_hourly, so a week costs a few thousand rollup rows whatever the
 // traffic. A summary whose grouping and filter name only the series columns one narrow daily
-// rollup keeps (ingest.DailyBy: provider, model and fallback_from; service and operation; tenant)
+// rollup keeps (rollup.DailyBy: provider, model and fallback_from; service and operation; tenant)
 // reads its whole days from that one instead, about a tenth of the rows. Days are counted in the timezone stored in settings 'timezone', which the Service is
 // given. Grouping by hour reads hourly rows only. In a timezone whose days do not begin on a whole
 // UTC hour (India, Nepal, ...) a range of whole local days is answered exactly from the daily rows
@@ -55,12 +55,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
 )
 
 // Service answers analytics questions from the rollups of one database.
 type Service struct {
 	pool    *pgxpool.Pool
+	store   *store.Store
 	tz      *time.Location
 	now     func() time.Time
 	catalog *pricing.Catalog
@@ -86,7 +88,7 @@ func New(opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Service{pool: opt.Pool, tz: opt.Timezone, now: opt.Now, catalog: opt.Catalog}
+	return &Service{pool: opt.Pool, store: store.New(opt.Pool), tz: opt.Timezone, now: opt.Now, catalog: opt.Catalog}
 }
 
 // Filter selects the attempts a question is about: one project, a time range [From, To) and
@@ -126,17 +128,17 @@ func badParam(param, format string, args ...any) error {
 // sequential scan at 10M records.
 const readSettingsSQL = `SELECT set_config('max_parallel_workers_per_gather', '0', true), set_config('random_page_cost', '1.1', true)`
 
-// read runs one rollup query in a read-only transaction with readSettingsSQL and hands each row,
-// scanned into dst, to each. The statement is planned for its arguments on every run: the rows it
+// read runs one rollup query, with its named parameters args, in a read-only transaction with
+// readSettingsSQL and hands each row, scanned into dst, to each. The statement is planned for its arguments on every run: the rows it
 // reads depend on them, and a generic plan (which a cached prepared statement switches to after
 // five runs) cannot know how many and may scan whole tables. An unnamed statement with a cached
 // description costs no extra round trip.
-func (s *Service) read(ctx context.Context, sql string, args, dst []any, each func() error) error {
+func (s *Service) read(ctx context.Context, sql string, args pgx.NamedArgs, dst []any, each func() error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, readSettingsSQL); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, sql, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
+		rows, err := tx.Query(ctx, sql, pgx.QueryExecModeCacheDescribe, args)
 		if err != nil {
 			return err
 		}

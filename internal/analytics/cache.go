@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -51,54 +53,66 @@ type CacheRow struct {
 	Explanation      string       `json:"explanation,omitempty"`
 }
 
+// cacheCols are the columns of rollup_cache_hourly a cache row adds up (rollup.CacheSums, calls
+// first), in the order cacheScan.n holds them.
+var cacheCols = rollup.Cols(rollup.CacheSums)
+
 // cacheModelSQL is the cache use per (service, operation, provider, model, fallback) from the
-// main rollups (whole days from rollup_daily), for models that wrote or read the cache at all.
-var cacheModelSQL = `SELECT s.service, s.operation, s.provider, s.model, r.fallback,
-		sum8(r.attempts), sum8(r.cache_write_calls), sum8(r.cache_read_calls),
-		sum8(r.input_tokens), sum8(r.cache_write_tokens), sum8(r.cache_read_tokens),
-		sum8(r.cost_nanos), sum8(r.nocache_cost_nanos), sum8(r.unpriced_attempts)
-	FROM (` + fmt.Sprintf(sourceSQL, "attempts, cache_write_calls, cache_read_calls, input_tokens, "+
-	"cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts", "") + `) r
-	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
-	WHERE ` + seriesFilter(9) + `
+// main rollups (whole days from rollup_daily), for models that wrote or read the cache at all:
+// the columns of cacheCols, calls being the model's attempts.
+var cacheModelSQL = func() string {
+	cols := append([]string{"attempts"}, cacheCols[1:]...)
+	return `SELECT s.service, s.operation, s.provider, s.model, r.fallback, ` + sumsOfCols("r", cols) + `
+	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(cols, ", "), "") + `) r
+	JOIN series s ON s.project_id = @project AND s.id = r.series_id
+	WHERE ` + seriesFilter + `
 	GROUP BY 1, 2, 3, 4, 5
 	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
+}()
 
-// cacheHashSQL reads rollup_cache_hourly over [$2, $3): the prompt hashes with at least $9 calls,
-// and (prompt_hash NULL) the number of distinct hashes each model saw and how many of them were
-// used once in their month. Those single-use hashes have no rows of their own (they are counted on
-// the series' empty-hash rows, see migration 00005), so a cache broken by a new hash on every call
-// costs one row per series and hour, not one per call. The rollup rows are added up on a small
-// integer standing for their (service, operation, provider, model), so the grouping never compares
-// names.
-var cacheHashSQL = `WITH m AS (
+// cacheHashSQL reads rollup_cache_hourly over [@from, @to): the prompt hashes with at least
+// @min_calls calls, and (prompt_hash NULL) the number of distinct hashes each model saw and how
+// many of them were used once in their month. Those single-use hashes have no rows of their own
+// (they are counted on the series' empty-hash rows, see migration 00005), so a cache broken by a
+// new hash on every call costs one row per series and hour, not one per call. The rollup rows are
+// added up on a small integer standing for their (service, operation, provider, model), so the
+// grouping never compares names.
+var cacheHashSQL = func() string {
+	var sums, cols, zeros []string
+	for _, c := range cacheCols {
+		sums = append(sums, fmt.Sprintf("sum8(c.%[1]s) AS %[1]s", c))
+		cols = append(cols, "o."+c)
+		zeros = append(zeros, "0")
+	}
+	return `WITH m AS (
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = $1 AND ` + seriesFilter(4) + `
+		FROM series s WHERE s.project_id = @project AND ` + seriesFilter + `
 	), h AS MATERIALIZED (
-		SELECT m.model_id, c.fallback, c.prompt_hash, sum8(c.calls) AS calls,
-			sum8(c.cache_write_calls) AS cache_write_calls, sum8(c.cache_read_calls) AS cache_read_calls,
-			sum8(c.input_tokens) AS input_tokens, sum8(c.cache_write_tokens) AS cache_write_tokens,
-			sum8(c.cache_read_tokens) AS cache_read_tokens, sum8(c.cost_nanos) AS cost_nanos,
-			sum8(c.nocache_cost_nanos) AS nocache_cost_nanos, sum8(c.unpriced_attempts) AS unpriced_attempts,
-			sum8(c.single_use) AS single_use
+		SELECT m.model_id, c.fallback, c.prompt_hash, ` + strings.Join(sums, ", ") + `, sum8(c.single_use) AS single_use
 		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
-		WHERE c.project_id = $1 AND c.bucket >= $2 AND c.bucket < $3
+		WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to
 		GROUP BY 1, 2, 3
 	), o AS (
-		SELECT model_id, fallback, prompt_hash, 0::int8 AS hashes, 0::int8 AS single_use, calls, cache_write_calls,
-			cache_read_calls, input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos,
-			unpriced_attempts
-		FROM h WHERE prompt_hash <> '' AND calls >= $9
+		SELECT model_id, fallback, prompt_hash, 0::int8 AS hashes, 0::int8 AS single_use, ` + strings.Join(cacheCols, ", ") + `
+		FROM h WHERE prompt_hash <> '' AND calls >= @min_calls
 		UNION ALL
 		SELECT model_id, fallback, NULL, count(*) FILTER (WHERE prompt_hash <> '') + sum8(single_use), sum8(single_use),
-			0, 0, 0, 0, 0, 0, 0, 0, 0
+			` + strings.Join(zeros, ", ") + `
 		FROM h GROUP BY 1, 2
 	)
-	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.single_use, o.calls,
-		o.cache_write_calls, o.cache_read_calls, o.input_tokens, o.cache_write_tokens, o.cache_read_tokens,
-		o.cost_nanos, o.nocache_cost_nanos, o.unpriced_attempts
+	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.single_use, ` + strings.Join(cols, ", ") + `
 	FROM o JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)`
+}()
+
+// sumsOfCols is the sum of each of cols over the rows aliased r, as bigint.
+func sumsOfCols(r string, cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = fmt.Sprintf("sum8(%s.%s)", r, c)
+	}
+	return strings.Join(out, ", ")
+}
 
 type cacheKey struct {
 	service, operation, provider, model string
@@ -129,8 +143,9 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return nil
 	})
 	eg.Go(func() (err error) {
-		hashes, err = s.scanCache(ectx, cacheHashSQL, []any{f.ProjectID, from, to,
-			f.Service, f.Model, f.Tenant, f.Operation, f.Provider, minCalls}, true)
+		args := filterArgs(f)
+		args["project"], args["from"], args["to"], args["min_calls"] = f.ProjectID, from, to, minCalls
+		hashes, err = s.scanCache(ectx, cacheHashSQL, args, true)
 		if err != nil {
 			return fmt.Errorf("cache prompts: %w", err)
 		}
@@ -169,13 +184,26 @@ type cacheScan struct {
 	key               cacheKey
 	hash              *string
 	hashes, singleUse int64
-	n                 [9]int64 // calls, write calls, read calls, input, written, read, cost, nocache, unpriced
+	n                 []int64 // the columns of cacheCols
 }
 
-func (s *Service) scanCache(ctx context.Context, sql string, args []any, withHash bool) ([]cacheScan, error) {
+// The columns of cacheCols a cache row reads, by position.
+var (
+	kCalls      = rollup.Index(rollup.CacheSums, "calls")
+	kWriteCalls = rollup.Index(rollup.CacheSums, "cache_write_calls")
+	kReadCalls  = rollup.Index(rollup.CacheSums, "cache_read_calls")
+	kInput      = rollup.Index(rollup.CacheSums, "input_tokens")
+	kWritten    = rollup.Index(rollup.CacheSums, "cache_write_tokens")
+	kRead       = rollup.Index(rollup.CacheSums, "cache_read_tokens")
+	kCost       = rollup.Index(rollup.CacheSums, "cost_nanos")
+	kNoCache    = rollup.Index(rollup.CacheSums, "nocache_cost_nanos")
+	kUnpriced   = rollup.Index(rollup.CacheSums, "unpriced_attempts")
+)
+
+func (s *Service) scanCache(ctx context.Context, sql string, args pgx.NamedArgs, withHash bool) ([]cacheScan, error) {
 	var (
 		out []cacheScan
-		c   cacheScan
+		c   = cacheScan{n: make([]int64, len(cacheCols))}
 	)
 	dst := []any{&c.key.service, &c.key.operation, &c.key.provider, &c.key.model, &c.key.fallback}
 	if withHash {
@@ -185,24 +213,27 @@ func (s *Service) scanCache(ctx context.Context, sql string, args []any, withHas
 		dst = append(dst, &c.n[i])
 	}
 	err := s.read(ctx, sql, args, dst, func() error {
-		out = append(out, c)
+		row := c
+		row.n = slices.Clone(c.n)
+		out = append(out, row)
 		return nil
 	})
 	return out, err
 }
 
 func (c *cacheScan) row() CacheRow {
-	n := &c.n
+	n := c.n
 	r := CacheRow{Service: c.key.service, Operation: c.key.operation, Provider: c.key.provider, Model: c.key.model,
-		Fallback: c.key.fallback, PromptHash: c.hash, Calls: n[0], CacheWriteCalls: n[1], CacheReadCalls: n[2],
-		InputTokens: n[3], CacheWriteTokens: n[4], CacheReadTokens: n[5], UnpricedCalls: n[8]}
+		Fallback: c.key.fallback, PromptHash: c.hash, Calls: n[kCalls], CacheWriteCalls: n[kWriteCalls],
+		CacheReadCalls: n[kReadCalls], InputTokens: n[kInput], CacheWriteTokens: n[kWritten],
+		CacheReadTokens: n[kRead], UnpricedCalls: n[kUnpriced]}
 	if c.hash != nil {
 		r.PromptHashes = 1
 	}
-	r.HitRatio = ratio(n[5], n[3]+n[4]+n[5])
-	r.CostUSD = amount(money.Nanos(n[6]), n[0], n[8])
-	r.NoCacheCostUSD = amount(money.Nanos(n[7]), n[0], n[8])
-	r.SavingsUSD = amount(money.Nanos(n[7]-n[6]), n[0], n[8])
+	r.HitRatio = ratio(n[kRead], n[kInput]+n[kWritten]+n[kRead])
+	r.CostUSD = amount(money.Nanos(n[kCost]), n[kCalls], n[kUnpriced])
+	r.NoCacheCostUSD = amount(money.Nanos(n[kNoCache]), n[kCalls], n[kUnpriced])
+	r.SavingsUSD = amount(money.Nanos(n[kNoCache]-n[kCost]), n[kCalls], n[kUnpriced])
 	return r
 }
 

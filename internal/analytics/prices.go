@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
 )
@@ -97,9 +98,9 @@ type Mismatch struct {
 const MaxMismatchRange = 31 * 24 * time.Hour
 
 // MismatchWhere is the condition under which an attempt's client cost disagrees with ledgerd's:
-// by more than 1% of ledgerd's cost. It is the condition the writer counts in the rollups'
-// cost_mismatch_attempts (ingest.RollupSums), so the two always agree.
-const MismatchWhere = `client_cost_nanos IS NOT NULL AND cost_nanos IS NOT NULL AND abs(client_cost_nanos - cost_nanos) * 100 > cost_nanos`
+// by more than 1% of ledgerd's cost. It is the condition the rollups count in
+// cost_mismatch_attempts (rollup.Sums), so the two always agree.
+const MismatchWhere = rollup.MismatchWhere
 
 // mismatchSQL compares the costs of project $1's raw attempts started in [$2, $3) per service and
 // model, reading the range through attempts_project_time.

@@ -12,6 +12,7 @@ import (
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -220,7 +221,7 @@ func TestMismatches(t *testing.T) {
 // TestMismatchWhereIsTheWriters pins the condition to the one the writer counts in the rollups.
 func TestMismatchWhereIsTheWriters(t *testing.T) {
 	t.Parallel()
-	for _, s := range ingest.RollupSums {
+	for _, s := range rollup.Sums {
 		if s.Col == "cost_mismatch_attempts" {
 			if want := "count(*) FILTER (WHERE " + analytics.MismatchWhere + ")"; s.Expr != want {
 				t.Errorf("the writer counts %q, prices compares %q", s.Expr, want)
@@ -228,5 +229,5 @@ func TestMismatchWhereIsTheWriters(t *testing.T) {
 			return
 		}
 	}
-	t.Error("ingest.RollupSums has no cost_mismatch_attempts")
+	t.Error("rollup.Sums has no cost_mismatch_attempts")
 }

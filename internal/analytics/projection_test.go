@@ -97,7 +97,7 @@ func TestProjection(t *testing.T) {
 			budget = &b
 		}
 		name := map[int64]string{acme: "acme", beta: "beta", fresh: "fresh"}[c.project]
-		if err := analytics.SetBudget(context.Background(), l.st.Pool, name, budget); err != nil {
+		if err := analytics.SetBudget(context.Background(), l.st, name, budget); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Projection(context.Background(), c.project, c.month, c.service)
@@ -149,10 +149,10 @@ func TestProjectionErrors(t *testing.T) {
 		t.Errorf("unknown project: %v, want ErrNotFound", err)
 	}
 	b := money.Nanos(-1)
-	if err := analytics.SetBudget(context.Background(), l.st.Pool, "acme", &b); err == nil {
+	if err := analytics.SetBudget(context.Background(), l.st, "acme", &b); err == nil {
 		t.Error("a negative budget was accepted")
 	}
-	if err := analytics.SetBudget(context.Background(), l.st.Pool, "nobody", nil); !errors.Is(err, store.ErrNotFound) {
+	if err := analytics.SetBudget(context.Background(), l.st, "nobody", nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("budget of an unknown project: %v, want ErrNotFound", err)
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -106,70 +107,62 @@ type Latency struct {
 	Mean float64 `json:"mean"`
 }
 
-// sumCols are the rollup columns a summary adds up, in the order the statements return them.
-var sumCols = []string{"attempts", "requests", "input_tokens", "output_tokens", "cache_write_tokens",
-	"cache_write_1h_tokens", "cache_read_tokens", "reasoning_tokens", "cache_write_calls",
-	"cache_read_calls", "cost_nanos", "nocache_cost_nanos", "unpriced_attempts", "client_cost_nanos",
-	"cost_mismatch_attempts", "latency_sum_ms"}
-
-// Positions in sumCols.
-const (
-	cAttempts = iota
-	cRequests
-	cInput
-	cOutput
-	cCacheWrite
-	cCacheWrite1h
-	cCacheRead
-	cReasoning
-	cCacheWriteCalls
-	cCacheReadCalls
-	cCost
-	cNoCache
-	cUnpriced
-	cClientCost
-	cMismatch
-	cLatencySum
-	nSums
+// The columns of rollup.Sums a summary's figures read, by position: a summary adds up every one.
+var (
+	cAttempts     = rollup.Index(rollup.Sums, "attempts")
+	cRequests     = rollup.Index(rollup.Sums, "requests")
+	cInput        = rollup.Index(rollup.Sums, "input_tokens")
+	cOutput       = rollup.Index(rollup.Sums, "output_tokens")
+	cCacheWrite   = rollup.Index(rollup.Sums, "cache_write_tokens")
+	cCacheWrite1h = rollup.Index(rollup.Sums, "cache_write_1h_tokens")
+	cCacheRead    = rollup.Index(rollup.Sums, "cache_read_tokens")
+	cReasoning    = rollup.Index(rollup.Sums, "reasoning_tokens")
+	cCost         = rollup.Index(rollup.Sums, "cost_nanos")
+	cNoCache      = rollup.Index(rollup.Sums, "nocache_cost_nanos")
+	cUnpriced     = rollup.Index(rollup.Sums, "unpriced_attempts")
+	cMismatch     = rollup.Index(rollup.Sums, "cost_mismatch_attempts")
+	cLatencySum   = rollup.Index(rollup.Sums, "latency_sum_ms")
 )
 
+// sumCols are the rollup columns a summary adds up, in the order the statements return them.
+var sumCols = rollup.Cols(rollup.Sums)
+
 // sourceSQL is the rollup rows of an effective range: rollup_daily for the whole local days
-// [$2, $3) and rollup_hourly for the edge hours [$5, $6) and [$7, $8), with the local day ($4 is
-// the timezone) and hour of each row. %[1]s is the column list, %[2]s an extra condition.
+// [@day_from, @day_to) and rollup_hourly for the edge hours [@edge0_from, @edge0_to) and
+// [@edge1_from, @edge1_to), with the local day (in timezone @tz) and hour of each row. %[1]s is the
+// column list, %[2]s an extra condition. Its parameters are those of source.args.
 const sourceSQL = `
 	SELECT series_id, fallback, status, error_class, bucket AS day, NULL::timestamptz AS hour, %[1]s
-	FROM rollup_daily WHERE project_id = $1 AND bucket >= $2 AND bucket < $3%[2]s
+	FROM rollup_daily WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to%[2]s
 	UNION ALL
-	SELECT series_id, fallback, status, error_class, (bucket AT TIME ZONE $4)::date, bucket, %[1]s
-	FROM rollup_hourly WHERE project_id = $1 AND bucket >= $5 AND bucket < $6%[2]s
+	SELECT series_id, fallback, status, error_class, (bucket AT TIME ZONE @tz)::date, bucket, %[1]s
+	FROM rollup_hourly WHERE project_id = @project AND bucket >= @edge0_from AND bucket < @edge0_to%[2]s
 	UNION ALL
-	SELECT series_id, fallback, status, error_class, (bucket AT TIME ZONE $4)::date, bucket, %[1]s
-	FROM rollup_hourly WHERE project_id = $1 AND bucket >= $7 AND bucket < $8%[2]s`
+	SELECT series_id, fallback, status, error_class, (bucket AT TIME ZONE @tz)::date, bucket, %[1]s
+	FROM rollup_hourly WHERE project_id = @project AND bucket >= @edge1_from AND bucket < @edge1_to%[2]s`
 
-// seriesFilter narrows series s to the filter's service, model, tenant, operation and provider,
-// given as parameters $n to $n+4 (” matches any).
-func seriesFilter(n int) string {
-	return fmt.Sprintf(`($%d = '' OR s.service = $%[1]d) AND ($%d = '' OR s.model = $%[2]d)
-		AND ($%d = '' OR s.tenant = $%[3]d) AND ($%d = '' OR s.operation = $%[4]d)
-		AND ($%d = '' OR s.provider = $%[5]d)`, n, n+1, n+2, n+3, n+4)
-}
+// seriesFilter narrows series s to the filter's service, model, tenant, operation and provider
+// (filterArgs; ” matches any).
+const seriesFilter = `(@service = '' OR s.service = @service) AND (@model = '' OR s.model = @model)
+		AND (@tenant = '' OR s.tenant = @tenant) AND (@operation = '' OR s.operation = @operation)
+		AND (@provider = '' OR s.provider = @provider)`
 
 // narrowSourceSQL is sourceSQL with whole days from a narrow daily rollup (%[3]s): the rows carry
 // the series columns it keeps (%[4]s, a list) instead of the series id, the edge hours the same
 // columns of their series. Its parameters are sourceSQL's.
 const narrowSourceSQL = `
 	SELECT %[4]s, fallback, status, error_class, bucket AS day, NULL::timestamptz AS hour, %[1]s
-	FROM %[3]s WHERE project_id = $1 AND bucket >= $2 AND bucket < $3%[2]s
+	FROM %[3]s WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to%[2]s
 	UNION ALL
-	SELECT s.%[5]s, h.fallback, h.status, h.error_class, (h.bucket AT TIME ZONE $4)::date, h.bucket, %[1]s
-	FROM rollup_hourly h JOIN series s ON s.project_id = $1 AND s.id = h.series_id
-	WHERE h.project_id = $1 AND h.bucket >= $5 AND h.bucket < $6%[2]s
+	SELECT s.%[5]s, h.fallback, h.status, h.error_class, (h.bucket AT TIME ZONE @tz)::date, h.bucket, %[1]s
+	FROM rollup_hourly h JOIN series s ON s.project_id = @project AND s.id = h.series_id
+	WHERE h.project_id = @project AND h.bucket >= @edge0_from AND h.bucket < @edge0_to%[2]s
 	UNION ALL
-	SELECT s.%[5]s, h.fallback, h.status, h.error_class, (h.bucket AT TIME ZONE $4)::date, h.bucket, %[1]s
-	FROM rollup_hourly h JOIN series s ON s.project_id = $1 AND s.id = h.series_id
-	WHERE h.project_id = $1 AND h.bucket >= $7 AND h.bucket < $8%[2]s`
+	SELECT s.%[5]s, h.fallback, h.status, h.error_class, (h.bucket AT TIME ZONE @tz)::date, h.bucket, %[1]s
+	FROM rollup_hourly h JOIN series s ON s.project_id = @project AND s.id = h.series_id
+	WHERE h.project_id = @project AND h.bucket >= @edge1_from AND h.bucket < @edge1_to%[2]s`
 
-// filterCols are the series columns of seriesFilter's parameters, in order.
+// filterCols are the series columns a filter narrows, each also the name of its parameter.
 var filterCols = []string{"service", "model", "tenant", "operation", "provider"}
 
 // filterValues are a filter's values of filterCols, in order.
@@ -177,15 +170,25 @@ func filterValues(f Filter) []string {
 	return []string{f.Service, f.Model, f.Tenant, f.Operation, f.Provider}
 }
 
-// narrowFilter is seriesFilter(n) over the rows r of narrowSourceSQL: a parameter whose column the
+// filterArgs are the parameters of seriesFilter and narrowFilter: the filter's value of each of
+// filterCols, named after it.
+func filterArgs(f Filter) pgx.NamedArgs {
+	args := pgx.NamedArgs{}
+	for i, v := range filterValues(f) {
+		args[filterCols[i]] = v
+	}
+	return args
+}
+
+// narrowFilter is seriesFilter over the rows r of narrowSourceSQL: a parameter whose column the
 // rows do not keep must be empty.
-func narrowFilter(keep map[string]bool, n int) string {
+func narrowFilter(keep map[string]bool) string {
 	var out []string
-	for i, c := range filterCols {
+	for _, c := range filterCols {
 		if keep[c] {
-			out = append(out, fmt.Sprintf("($%d = '' OR r.%s = $%[1]d)", n+i, c))
+			out = append(out, fmt.Sprintf("(@%[1]s = '' OR r.%[1]s = @%[1]s)", c))
 		} else {
-			out = append(out, fmt.Sprintf("$%d::text = ''", n+i))
+			out = append(out, fmt.Sprintf("@%s::text = ''", c))
 		}
 	}
 	return strings.Join(out, " AND ")
@@ -205,19 +208,19 @@ var (
 	bySeries = plan{
 		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
 	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), "") + `) r
-	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
-	WHERE ` + seriesFilter(9) + `
+	JOIN series s ON s.project_id = @project AND s.id = r.series_id
+	WHERE ` + seriesFilter + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'") + `) r
-	JOIN series s ON s.project_id = $1 AND s.id = r.series_id
-	WHERE ` + seriesFilter(9),
+	JOIN series s ON s.project_id = @project AND s.id = r.series_id
+	WHERE ` + seriesFilter,
 	}
-	// narrowPlans read whole days from a narrow daily rollup each (ingest.DailyBy, in order), about
+	// narrowPlans read whole days from a narrow daily rollup each (rollup.DailyBy, in order), about
 	// a tenth of rollup_daily's rows.
 	narrowPlans = func() []plan {
 		var out []plan
-		for _, d := range ingest.DailyBy {
+		for _, d := range rollup.DailyBy {
 			keep := map[string]bool{}
 			for _, c := range d.Keep {
 				keep[c] = true
@@ -228,11 +231,11 @@ var (
 			out = append(out, plan{keep: keep,
 				sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
 	FROM (` + src(strings.Join(sumCols, ", "), "") + `) r
-	WHERE ` + narrowFilter(keep, 9) + `
+	WHERE ` + narrowFilter(keep) + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
 				latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + src("latency_hist", " AND status = 'ok'") + `) r
-	WHERE ` + narrowFilter(keep, 9),
+	WHERE ` + narrowFilter(keep),
 			})
 		}
 		return out
@@ -322,11 +325,14 @@ func (s *Service) split(from, to time.Time, hourlyOnly bool) source {
 	return src
 }
 
-// args are the parameters of sourceSQL and seriesFilter(9).
-func (s *Service) args(f Filter, src source) []any {
-	return []any{f.ProjectID, src.dayFrom, src.dayTo, s.tz.String(),
-		src.edges[0][0], src.edges[0][1], src.edges[1][0], src.edges[1][1],
-		f.Service, f.Model, f.Tenant, f.Operation, f.Provider}
+// args are the parameters of sourceSQL (and narrowSourceSQL) and the filter's (filterArgs).
+func (s *Service) args(f Filter, src source) pgx.NamedArgs {
+	args := filterArgs(f)
+	args["project"], args["tz"] = f.ProjectID, s.tz.String()
+	args["day_from"], args["day_to"] = src.dayFrom, src.dayTo
+	args["edge0_from"], args["edge0_to"] = src.edges[0][0], src.edges[0][1]
+	args["edge1_from"], args["edge1_to"] = src.edges[1][0], src.edges[1][1]
+	return args
 }
 
 // window applies the default range (the last 7 local days, today included: up to the end of
@@ -528,7 +534,7 @@ func (g grouping) compare(a, b gkey) int {
 
 // acc accumulates the rollup rows of one group.
 type acc struct {
-	sums           [nSums]int64
+	sums           []int64 // rollup.Sums' columns
 	ok, okFallback int64
 	okLatencySum   int64
 	failed         int64
@@ -540,7 +546,10 @@ type acc struct {
 }
 
 // add folds one summed row with its fallback flag, status and error class.
-func (a *acc) add(fallback bool, status, class string, sums *[nSums]int64) {
+func (a *acc) add(fallback bool, status, class string, sums []int64) {
+	if a.sums == nil {
+		a.sums = make([]int64, len(sums))
+	}
 	for i, v := range sums {
 		a.sums[i] += v
 	}
@@ -567,6 +576,9 @@ func (a *acc) add(fallback bool, status, class string, sums *[nSums]int64) {
 }
 
 func (a *acc) merge(b *acc) {
+	if a.sums == nil {
+		a.sums = make([]int64, len(sumCols))
+	}
 	for i, v := range b.sums {
 		a.sums[i] += v
 	}
@@ -603,7 +615,10 @@ func amount(v money.Nanos, n, unpriced int64) *money.Nanos {
 }
 
 func (a *acc) stats() Stats {
-	s := &a.sums
+	s := a.sums
+	if s == nil {
+		s = make([]int64, len(sumCols))
+	}
 	st := Stats{
 		Attempts: s[cAttempts], Requests: s[cRequests], Succeeded: a.ok,
 		UnpricedAttempts: s[cUnpriced],
@@ -694,12 +709,12 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 }
 
 // sums adds up the rollup rows of each group with query, a plan's sums statement.
-func (s *Service) sums(ctx context.Context, g grouping, query string, args []any) (map[gkey]*acc, error) {
+func (s *Service) sums(ctx context.Context, g grouping, query string, args pgx.NamedArgs) (map[gkey]*acc, error) {
 	keyDst, keyOf := g.scanTargets()
 	var (
 		fallback      bool
 		status, class string
-		sums          [nSums]int64
+		sums          = make([]int64, len(sumCols))
 	)
 	dst := append(keyDst, &fallback, &status, &class)
 	for i := range sums {
@@ -713,7 +728,7 @@ func (s *Service) sums(ctx context.Context, g grouping, query string, args []any
 			a = &acc{}
 			groups[k] = a
 		}
-		a.add(fallback, status, class, &sums)
+		a.add(fallback, status, class, sums)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("summary: %w", err)
@@ -723,7 +738,7 @@ func (s *Service) sums(ctx context.Context, g grouping, query string, args []any
 
 // latencies merges the latency histograms of each group's succeeded attempts, read with query, a
 // plan's latency statement.
-func (s *Service) latencies(ctx context.Context, g grouping, query string, args []any) (map[gkey]*histogram, error) {
+func (s *Service) latencies(ctx context.Context, g grouping, query string, args pgx.NamedArgs) (map[gkey]*histogram, error) {
 	keyDst, keyOf := g.scanTargets()
 	var (
 		fallback bool

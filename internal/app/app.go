@@ -176,7 +176,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	actx, stopAhead := context.WithCancel(ctx)
 	ahead := keepPartitionsAhead(actx, st, opt.Now, log, aheadFailures)
 	steps = append(steps, func(context.Context) { stopAhead(); <-ahead })
-	llm := llmmetrics.New(st.Pool, llmmetrics.Options{Logger: log})
+	llm := llmmetrics.New(st, llmmetrics.Options{Logger: log})
 	reg.MustRegister(llm)
 	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe})
 	steps = append(steps, func(ctx context.Context) {

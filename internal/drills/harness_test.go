@@ -24,6 +24,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/load"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -449,7 +450,7 @@ func verify(t *testing.T, pool *pgxpool.Pool, projectID int64, r *report, acks [
 	// Fold the rollup deltas still pending, as ledgerd does before any read it answers: the last
 	// commits of a run (or of a killed ledgerd) may be a fold away from the rollups.
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := ingest.Fold(ctx, tx)
+		_, err := rollup.Fold(ctx, tx)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/schema"
 )
 
@@ -39,8 +39,8 @@ type Options struct {
 // Collector accumulates the figures of committed records and reports them as counters. Observe is
 // its feed (ingest.Options.OnCommit); register it on a prometheus.Registerer to expose it.
 type Collector struct {
-	pool *pgxpool.Pool
-	opt  Options
+	store *store.Store
+	opt   Options
 
 	mu       sync.Mutex
 	sets     map[key]*figures
@@ -78,11 +78,8 @@ type figures struct {
 
 var tokenTypes = [4]string{"input", "output", "cache_write", "cache_read"}
 
-// projectNamesSQL resolves the project ids the counters carry into the names they are labelled with.
-const projectNamesSQL = `SELECT id, name FROM projects WHERE id = ANY($1)`
-
-// New returns a Collector that names projects from the projects table in pool.
-func New(pool *pgxpool.Pool, opt Options) *Collector {
+// New returns a Collector that names projects through st.
+func New(st *store.Store, opt Options) *Collector {
 	if opt.MaxLabelSets <= 0 {
 		opt.MaxLabelSets = DefaultMaxLabelSets
 	}
@@ -95,7 +92,7 @@ func New(pool *pgxpool.Pool, opt Options) *Collector {
 	base := []string{"project", "provider", "model", "service"}
 	with := func(extra ...string) []string { return append(append([]string(nil), base...), extra...) }
 	return &Collector{
-		pool: pool, opt: opt, sets: map[key]*figures{}, names: map[int64]string{},
+		store: st, opt: opt, sets: map[key]*figures{}, names: map[int64]string{},
 		cost: prometheus.NewDesc("ledgerd_llm_cost_usd_total",
 			"Cost in US dollars of priced attempts committed to the ledger.", base, nil),
 		unpriced: prometheus.NewDesc("ledgerd_llm_unpriced_attempts_total",
@@ -255,25 +252,13 @@ func (c *Collector) projectNames() map[int64]string {
 	return out
 }
 
+// lookup resolves the project ids the counters carry into the names they are labelled with.
 func (c *Collector) lookup(ids []int64) (map[int64]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opt.LookupTimeout)
 	defer cancel()
-	rows, err := c.pool.Query(ctx, projectNamesSQL, ids)
+	names, err := c.store.ProjectNames(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("look up project names: %w", err)
 	}
-	defer rows.Close()
-	out := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return nil, fmt.Errorf("look up project names: %w", err)
-		}
-		out[id] = name
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("look up project names: %w", err)
-	}
-	return out, nil
+	return names, nil
 }

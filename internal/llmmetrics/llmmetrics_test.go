@@ -48,7 +48,7 @@ func setup(t *testing.T, opt llmmetrics.Options) (*ingest.Writer, *prometheus.Re
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c := llmmetrics.New(st.Pool, opt)
+	c := llmmetrics.New(st, opt)
 	reg.MustRegister(c)
 	w := ingest.NewWriter(st, price, ingest.Options{Registerer: prometheus.NewRegistry(), OnCommit: c.Observe})
 	t.Cleanup(func() { _ = w.Close(context.Background()) })

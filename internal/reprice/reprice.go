@@ -9,15 +9,15 @@
 // nocache_cost_nanos and price_id of the attempts whose figures changed. In the same transaction it
 // adds, per rollup key, the difference between the changed attempts' new and old sums to
 // rollup_hourly, rollup_daily (local date in settings 'timezone'), the narrow daily rollups
-// (ingest.DailyBy: the daily deltas summed per model, per service and operation, per tenant),
+// (rollup.DailyBy: the daily deltas summed per model, per service and operation, per tenant),
 // rollup_cache_hourly and cache_prefixes, using the writer's own aggregate expressions
-// (ingest.RollupSums), so every rollup keeps equalling a rebuild from raw. Either everything is
+// (rollup.Sums), so every rollup keeps equalling a rebuild from raw. Either everything is
 // written or nothing is. A second run with the same catalog changes nothing.
 //
 // Rows are streamed through a cursor in chunks (Options.ChunkRows), so memory stays bounded
 // whatever the range: each chunk's changed attempts are copied into a temporary table and updated
 // with one UPDATE ... FROM, and their rollup deltas are accumulated in temporary tables. The deltas
-// are added to the rollups only at the end, under the rollup fold lock (ingest.Fold), so the
+// are added to the rollups only at the end, under the rollup fold lock (rollup.Fold), so the
 // writers' folds wait for the reprice only for the last moments of its transaction; the rows the
 // deltas touch are counted first, and the reprice fails if one is missing.
 //
@@ -33,7 +33,7 @@
 // a duplicate; it never changes a rollup.
 //
 // A rollup rebuild (analytics.Rebuild) may run meanwhile: it holds the rollup fold lock
-// (ingest.Fold) for its whole transaction, as the reprice does from applying its deltas to
+// (rollup.Fold) for its whole transaction, as the reprice does from applying its deltas to
 // committing, so it recounts either before the reprice's deltas land (from the old costs, which
 // the deltas then correct) or after the reprice committed. A reprice fails, and writes nothing, if a rebuild
 // changed the timezone its daily deltas were bucketed in.
@@ -52,7 +52,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -404,11 +404,11 @@ func (r *run) write(ctx context.Context, changed []*raw, ids map[string]int32) e
 }
 
 // applyDeltas adds the accumulated deltas to the rollups. It first folds the rollup deltas ingest
-// commits left pending (ingest.Fold), so every attempt the reprice read is counted in the rollups
+// commits left pending (rollup.Fold), so every attempt the reprice read is counted in the rollups
 // and cache_prefixes it adjusts; the fold lock it then holds until commit keeps the writers' folds
 // and rebuilds off those rows meanwhile.
 func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
-	if _, err := ingest.Fold(ctx, tx); err != nil {
+	if _, err := rollup.Fold(ctx, tx); err != nil {
 		return fmt.Errorf("reprice: %w", err)
 	}
 	for _, s := range applySQL {

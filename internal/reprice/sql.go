@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // LockKey is the advisory lock a reprice holds for its whole transaction, so that two reprices
@@ -64,10 +64,10 @@ const seriesSQL = `SELECT id, provider, model FROM series`
 const timezoneSQL = `SELECT coalesce((SELECT value FROM settings WHERE key = 'timezone'), 'UTC')`
 
 // rollupDeltaCols are the rollup_hourly/rollup_daily sums that depend on an attempt's cost; their
-// expressions come from ingest.RollupSums, so a delta counts exactly what the writer counted.
+// expressions come from rollup.Sums, so a delta counts exactly what the writer counted.
 var rollupDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_attempts", "cost_mismatch_attempts"}
 
-// cacheDeltaCols are the same for rollup_cache_hourly, from ingest.CacheSums.
+// cacheDeltaCols are the same for rollup_cache_hourly, from rollup.CacheSums.
 var cacheDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_attempts"}
 
 // chunkSQL writes the new costs of the chunk to attempts and adds, per rollup key, the difference
@@ -79,8 +79,8 @@ var chunkSQL = buildChunkSQL()
 // touch, and the one that adds the deltas to them. No row needs locking: every other writer of
 // the rollups (the writers' folds, a rebuild) waits on the fold lock the reprice holds.
 var applySQL = append(append([]applyStmt{
-	buildApply("rollup_hourly", "reprice_hourly", ingest.RollupKey, rollupDeltaCols, ""),
-	buildApply("rollup_daily", "reprice_daily", ingest.RollupKey, rollupDeltaCols, ""),
+	buildApply("rollup_hourly", "reprice_hourly", rollup.Key, rollupDeltaCols, ""),
+	buildApply("rollup_daily", "reprice_daily", rollup.Key, rollupDeltaCols, ""),
 }, narrowApply()...), cacheApply...)
 
 // cacheApply are the cache statements of applySQL.
@@ -89,14 +89,14 @@ var cacheApply = []applyStmt{
 	// single-use call between the empty-hash row and its hash's row meanwhile: the reprice holds
 	// the fold lock.
 	buildApply("cache_prefixes", prefixDeltas, prefixKey, cacheDeltaCols, "r.calls = 1"),
-	buildApply("rollup_cache_hourly", foldedCacheDeltas, ingest.CacheKey, cacheDeltaCols, ""),
+	buildApply("rollup_cache_hourly", foldedCacheDeltas, rollup.CacheKey, cacheDeltaCols, ""),
 }
 
-// narrowApply are the statements of applySQL for the narrow daily rollups (ingest.DailyBy):
+// narrowApply are the statements of applySQL for the narrow daily rollups (rollup.DailyBy):
 // reprice_daily's deltas, the series reduced to the columns each keeps.
 func narrowApply() []applyStmt {
 	var out []applyStmt
-	for _, d := range ingest.DailyBy {
+	for _, d := range rollup.DailyBy {
 		deltas := fmt.Sprintf(`(SELECT d.project_id, d.bucket, s.%s, d.fallback, d.status, d.error_class, %s
 			FROM reprice_daily d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
 			strings.Join(d.Keep, ", s."), "d."+strings.Join(rollupDeltaCols, ", d."))
@@ -108,7 +108,7 @@ func narrowApply() []applyStmt {
 // prefixKey is the key of cache_prefixes; prefixDeltas are reprice_cache's deltas per prefix.
 var (
 	prefixKey    = []string{"project_id", "month", "prompt_hash"}
-	prefixDeltas = `(SELECT project_id, ` + ingest.MonthOf("bucket") + ` AS month, prompt_hash,
+	prefixDeltas = `(SELECT project_id, ` + rollup.MonthOf("bucket") + ` AS month, prompt_hash,
 		cost_nanos, nocache_cost_nanos, unpriced_attempts FROM reprice_cache WHERE prompt_hash <> '') x`
 )
 
@@ -118,7 +118,7 @@ var foldedCacheDeltas = `(SELECT x.project_id, x.bucket, x.series_id, x.fallback
 		CASE WHEN p.calls >= 2 THEN x.prompt_hash ELSE '' END AS prompt_hash,
 		x.cost_nanos, x.nocache_cost_nanos, x.unpriced_attempts
 	FROM reprice_cache x LEFT JOIN cache_prefixes p ON p.project_id = x.project_id
-		AND p.month = ` + ingest.MonthOf("x.bucket") + ` AND p.prompt_hash = x.prompt_hash) f`
+		AND p.month = ` + rollup.MonthOf("x.bucket") + ` AND p.prompt_hash = x.prompt_hash) f`
 
 type applyStmt struct {
 	table string
@@ -128,25 +128,18 @@ type applyStmt struct {
 	update string
 }
 
-// exprs returns the aggregate expressions of cols from sums, failing at start-up when the ingest
-// package no longer has one of them.
-func exprs(sums []ingest.Sum, cols []string) []string {
+// exprs returns the aggregate expressions of cols from sums (panicking at start-up when the rollup
+// model no longer has one of them).
+func exprs(sums []rollup.Sum, cols []string) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
-		for _, s := range sums {
-			if s.Col == c {
-				out[i] = s.Expr
-			}
-		}
-		if out[i] == "" {
-			panic("reprice: ingest has no rollup sum " + c)
-		}
+		out[i] = rollup.Find(sums, c).Expr
 	}
 	return out
 }
 
 func buildChunkSQL() string {
-	delta := func(table, bucket string, key, cols []string, sums []ingest.Sum, where string) string {
+	delta := func(table, bucket string, key, cols []string, sums []rollup.Sum, where string) string {
 		var sel []string
 		for _, e := range exprs(sums, cols) {
 			sel = append(sel, "dir * "+e)
@@ -157,15 +150,15 @@ func buildChunkSQL() string {
 			table, strings.Join(key, ", "), strings.Join(cols, ", "),
 			strings.Join(group, ", "), strings.Join(sel, ", "), where, strings.Join(group, ", "))
 	}
-	cacheGroup := []string{"project_id", ingest.HourBucketExpr, "series_id", "fallback", ingest.CacheHashExpr}
+	cacheGroup := []string{"project_id", rollup.HourBucketExpr, "series_id", "fallback", rollup.CacheHashExpr}
 	var csel []string
-	for _, e := range exprs(ingest.CacheSums, cacheDeltaCols) {
+	for _, e := range exprs(rollup.CacheSums, cacheDeltaCols) {
 		csel = append(csel, "dir * "+e)
 	}
 	cache := fmt.Sprintf(`INSERT INTO reprice_cache (%s, %s)
 		SELECT %s, %s FROM v WHERE %s GROUP BY %s, dir`,
-		strings.Join(ingest.CacheKey, ", "), strings.Join(cacheDeltaCols, ", "),
-		strings.Join(cacheGroup, ", "), strings.Join(csel, ", "), ingest.CacheWhere, strings.Join(cacheGroup, ", "))
+		strings.Join(rollup.CacheKey, ", "), strings.Join(cacheDeltaCols, ", "),
+		strings.Join(cacheGroup, ", "), strings.Join(csel, ", "), rollup.CacheWhere, strings.Join(cacheGroup, ", "))
 	return fmt.Sprintf(`WITH upd AS (
 		UPDATE attempts a SET cost_nanos = c.new_cost, nocache_cost_nanos = c.new_nocache, price_id = c.new_price_id
 		FROM reprice_chunk c
@@ -184,8 +177,8 @@ func buildChunkSQL() string {
 	), cache AS (%s
 	)
 	SELECT count(*) FROM upd`,
-		delta("reprice_hourly", ingest.HourBucketExpr, ingest.RollupKey, rollupDeltaCols, ingest.RollupSums, ""),
-		delta("reprice_daily", "(started_at AT TIME ZONE $1)::date", ingest.RollupKey, rollupDeltaCols, ingest.RollupSums, ""),
+		delta("reprice_hourly", rollup.HourBucketExpr, rollup.Key, rollupDeltaCols, rollup.Sums, ""),
+		delta("reprice_daily", rollup.DayBucketExpr("$1"), rollup.Key, rollupDeltaCols, rollup.Sums, ""),
 		cache)
 }
 

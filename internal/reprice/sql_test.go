@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // TestDeltaColumns guards against a rollup sum the writer derives from an attempt's cost (or cost
@@ -15,11 +15,11 @@ func TestDeltaColumns(t *testing.T) {
 	costly := regexp.MustCompile(`\b(cost_nanos|nocache_cost_nanos)\b`)
 	for _, c := range []struct {
 		table string
-		sums  []ingest.Sum
+		sums  []rollup.Sum
 		cols  []string
 	}{
-		{"rollup_hourly and rollup_daily", ingest.RollupSums, rollupDeltaCols},
-		{"rollup_cache_hourly", ingest.CacheSums, cacheDeltaCols},
+		{"rollup_hourly and rollup_daily", rollup.Sums, rollupDeltaCols},
+		{"rollup_cache_hourly", rollup.CacheSums, cacheDeltaCols},
 	} {
 		for _, s := range c.sums {
 			if depends, corrected := costly.MatchString(s.Expr), slices.Contains(c.cols, s.Col); depends != corrected {

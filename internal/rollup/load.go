@@ -1,4 +1,4 @@
-// Package rollup holds the load rollup: how many requests and tokens each organization, provider,
+// The load rollup: how many requests and tokens each organization, provider,
 // model and service sent per minute, how many were refused with a 429, and the lowest rate-limit
 // headroom the provider reported; and, from it, each day's peak minute per grouping. The peak-load
 // questions read it (GET /v1/peaks, the Load page, the headroom alert); the writer, the fold and a
@@ -22,10 +22,11 @@
 // from the minute sums of that grouping.
 //
 // An ingest commit adds its deltas to pending_load_minute (with the local day of each minute); the
-// fold (LoadFoldSQL) adds them to rollup_load_minute, then recounts every grouping at the minutes it
+// fold (LoadFoldSQL, in Fold) adds them to rollup_load_minute, then recounts every grouping at the minutes it
 // touched and raises the day's peaks where they are passed. Sums only grow and the minimum headroom
 // only falls as records arrive, so the peaks a fold keeps are those a recount from scratch finds
-// (LoadRebuildSQL).
+// (LoadRebuildSQL, in RebuildSteps).
+
 package rollup
 
 import (
@@ -36,16 +37,16 @@ import (
 // LoadKey is rollup_load_minute's primary key, in order.
 var LoadKey = []string{"project_id", "bucket", "org", "provider", "model", "service"}
 
-// LoadSum is a summed column of rollup_load_minute with the aggregate over attempts rows that
-// feeds it.
-type LoadSum struct{ Col, Expr string }
-
 // LoadSums are rollup_load_minute's summed columns, in column order.
-var LoadSums = []LoadSum{
-	{"requests", "count(*)"},
-	{"rate_limited", "count(*) FILTER (WHERE " + RateLimitedWhere + ")"},
-	{"input_tokens", "sum8(input_tokens + cache_write_tokens + cache_read_tokens)"},
-	{"output_tokens", "sum8(output_tokens)"},
+var LoadSums = []Sum{
+	{"requests", "count(*)", one},
+	{"rate_limited", "count(*) FILTER (WHERE " + RateLimitedWhere + ")", func(a *Attempt) int64 {
+		return flag(a.HTTPStatus == 429 || a.ErrorClass == "rate_limited")
+	}},
+	{"input_tokens", "sum8(input_tokens + cache_write_tokens + cache_read_tokens)", func(a *Attempt) int64 {
+		return a.Input + a.CacheWrite + a.CacheRead
+	}},
+	{"output_tokens", "sum8(output_tokens)", func(a *Attempt) int64 { return a.Output }},
 }
 
 // RateLimitedWhere selects the attempts the provider refused for its rate limit.
@@ -124,10 +125,10 @@ func loadSelect(extra ...string) string {
 // seriesJoin joins the attempts rows a to their series s.
 const seriesJoin = "JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"
 
-// LoadPendingFrom is the WITH item (named pl) that adds the load deltas of the attempts rows src
-// (a FROM item) to pending_load_minute, with local days in the timezone given by the SQL
-// expression tz: what an ingest commit that inserts in SQL adds.
-func LoadPendingFrom(src, tz string) string {
+// loadPendingFrom is the WITH item (named pl) of PendingFrom that adds the load deltas of the
+// attempts rows src (a FROM item) to pending_load_minute, with local days in the timezone given by
+// the SQL expression tz.
+func loadPendingFrom(src, tz string) string {
 	return fmt.Sprintf(`pl AS (
 		INSERT INTO pending_load_minute (%[1]s, day, %[2]s)
 		SELECT %[3]s FROM %[4]s a %[5]s GROUP BY 1, 2, 3, 4, 5, 6, 7
@@ -268,20 +269,3 @@ var LoadRebuildSQL = func() [4]string {
 			ordinals(len(peakKey))),
 	}
 }()
-
-// ordinals are the select-list positions 1 to n, as a GROUP BY or ORDER BY names them.
-func ordinals(n int) string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprint(i + 1)
-	}
-	return strings.Join(out, ", ")
-}
-
-func prefixed(prefix string, cols []string) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = prefix + c
-	}
-	return out
-}

@@ -1,4 +1,4 @@
-package ingest
+package rollup
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
 // An ingest commit adds its rollup deltas to the pending tables (migrations 00008 and 00009)
@@ -15,8 +13,7 @@ import (
 // neither pay for the upserts nor wait for each other on the current hour's rows. A commit writes
 // one row per UTC hour, local day and series key to pending_rollup_hourly, and its cache groups to
 // pending_cache. Fold then adds everything pending to the rollups at once: many commits' deltas
-// summed into one upsert per rollup row, the daily rollups summed from the same hourly rows. Each
-// Writer folds a few times a second, and before a read asks it to (Sync).
+// summed into one upsert per rollup row, the daily rollups summed from the same hourly rows.
 
 // lockFoldSQL makes folds take turns: the writers' rollers, reprice and rebuild. It conflicts
 // with nothing an ingest commit takes.
@@ -32,35 +29,33 @@ const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 // DELETE … RETURNING: all parts of a statement share one snapshot, so the DELETE removes exactly the
 // rows the sums read (rows committed meanwhile are invisible to both and wait for the next fold),
 // and only a fold deletes pending rows, under the fold lock. Summing straight from the table,
-// instead of from RETURNING's copy of every wide row, took a quarter off the fold (measured with
-// psql on one fold's worth of pending rows: 250 ms of live ingest at 80,000 records/s).
+// instead of from RETURNING's copy of every wide row, took a quarter off the fold.
 var foldSQL = func() [2]string {
 	var sums, set []string
-	for _, s := range RollupSums {
+	for _, s := range Sums {
 		sums = append(sums, fmt.Sprintf("sum8(a.%s)", s.Col))
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
-	sumsAs := summedAs(RollupSums)
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
 	// table's key columns key, in order) unless each row of from is already one key's.
 	upsert := func(table string, key, keySel []string, from string, grouped bool) string {
 		group := ordinals(len(key))
-		vals, hist, groupBy := strings.Join(sums, ", "), "hist_sum(a.latency_hist)", " GROUP BY "+strings.Join(group, ", ")
+		vals, hist, groupBy := strings.Join(sums, ", "), "hist_sum(a.latency_hist)", " GROUP BY "+group
 		if grouped {
-			vals, hist, groupBy = strings.Join(prefixed("a.", sumCols(RollupSums)), ", "), "a.latency_hist", ""
+			vals, hist, groupBy = strings.Join(prefixed("a.", Cols(Sums)), ", "), "a.latency_hist", ""
 		}
 		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
 		SELECT %[4]s, %[5]s, %[6]s FROM %[7]s%[8]s ORDER BY %[9]s
 		ON CONFLICT (%[2]s) DO UPDATE SET %[10]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
 		RETURNING 1`,
-			table, strings.Join(key, ", "), strings.Join(sumCols(RollupSums), ", "), strings.Join(keySel, ", "), vals, hist,
-			from, groupBy, strings.Join(group, ", "), strings.Join(set, ", "))
+			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "), vals, hist,
+			from, groupBy, group, strings.Join(set, ", "))
 	}
 	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
 	// summed from b, so a day's histogram is merged once, not once per rollup.
 	steps := []string{
-		upsert("rollup_hourly", RollupKey, prefixed("a.", RollupKey), "a", false),
-		upsert("rollup_daily", RollupKey, prefixed("a.", RollupKey), "b a", true),
+		upsert("rollup_hourly", Key, prefixed("a.", Key), "a", false),
+		upsert("rollup_daily", Key, prefixed("a.", Key), "b a", true),
 	}
 	for _, d := range DailyBy {
 		keySel := append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
@@ -76,11 +71,11 @@ var foldSQL = func() [2]string {
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
 	%[3]s
-	SELECT %[4]s`, strings.Join(pendingKey, ", "), strings.Join(sumsAs, ", "), strings.Join(ctes, ",\n\t"),
+	SELECT %[4]s`, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "))
 
 	src := fmt.Sprintf(`SELECT %s, %s FROM pending_cache GROUP BY %s`,
-		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "), strings.Join(ordinals(len(CacheKey)), ", "))
+		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "), ordinals(len(CacheKey)))
 	return [2]string{rollups, "WITH gone AS (DELETE FROM pending_cache), " + cacheFoldCTEs(src) + " " + cacheFoldUpsert}
 }()
 
@@ -93,12 +88,74 @@ func summedAs(sums []Sum) []string {
 	return out
 }
 
-// vacuumPendingSQL clears the pending tables of the rows folds deleted. Autovacuum looks at a
+// cacheFoldCTEs are the WITH items that count new attempts into cache_prefixes and lay out their
+// rollup_cache_hourly rows (see migration 00005): src yields the new attempts' cache groups, as
+// (project_id, bucket, series_id, fallback, prompt_hash, the CacheSums columns), empty when none. A
+// group goes to its hash's row when the hash now has two or more calls in its UTC month, else to
+// the empty-hash row as single-use; when the hash had exactly one call before, that call (its
+// series, hour and sums kept in cache_prefixes) moves from the empty-hash row to the hash's row.
+// The upsert locks the cache_prefixes rows, so concurrent commits of the same hash count one after
+// the other.
+func cacheFoldCTEs(src string) string {
+	var rest, hsum, first, ret, neg, pos, cs []string
+	for _, s := range CacheSums[1:] {
+		rest = append(rest, s.Col)
+		hsum = append(hsum, fmt.Sprintf("sum(%s)::int8 AS %s", s.Col, s.Col))
+		first = append(first, fmt.Sprintf("CASE WHEN calls = 1 THEN %s END", s.Col))
+		ret = append(ret, "p."+s.Col)
+		neg = append(neg, "-d."+s.Col)
+		pos = append(pos, "d."+s.Col)
+		cs = append(cs, "c."+s.Col)
+	}
+	return fmt.Sprintf(`c AS (%[1]s
+	), h AS (
+		SELECT project_id, %[2]s AS month, prompt_hash, sum(calls)::int8 AS calls,
+			min(series_id) AS series_id, bool_or(fallback) AS fallback, min(bucket) AS bucket, %[3]s
+		FROM c WHERE prompt_hash <> '' GROUP BY 1, 2, 3
+	), d AS (
+		INSERT INTO cache_prefixes AS p (project_id, month, prompt_hash, calls, series_id, fallback, bucket, %[4]s)
+		SELECT project_id, month, prompt_hash, calls, CASE WHEN calls = 1 THEN series_id END,
+			CASE WHEN calls = 1 THEN fallback END, CASE WHEN calls = 1 THEN bucket END, %[5]s
+		FROM h ORDER BY 1, 2, 3
+		ON CONFLICT (project_id, month, prompt_hash) DO UPDATE SET calls = p.calls + excluded.calls
+		RETURNING p.project_id, p.month, p.prompt_hash, p.calls, p.series_id, p.fallback, p.bucket, %[6]s
+	), moved AS (
+		SELECT d.* FROM d JOIN h USING (project_id, month, prompt_hash) WHERE d.calls - h.calls = 1
+	), m AS (
+		SELECT c.project_id, c.bucket, c.series_id, c.fallback,
+			CASE WHEN d.calls >= 2 THEN c.prompt_hash ELSE '' END AS prompt_hash, c.calls, %[7]s,
+			CASE WHEN d.calls = 1 THEN 1 ELSE 0 END AS single_use
+		FROM c LEFT JOIN d ON d.project_id = c.project_id AND d.month = %[8]s AND d.prompt_hash = c.prompt_hash
+		UNION ALL
+		SELECT d.project_id, d.bucket, d.series_id, d.fallback, '', -1, %[9]s, -1 FROM moved d
+		UNION ALL
+		SELECT d.project_id, d.bucket, d.series_id, d.fallback, d.prompt_hash, 1, %[10]s, 0 FROM moved d
+	)`, src, MonthOf("bucket"), strings.Join(hsum, ", "), strings.Join(rest, ", "), strings.Join(first, ", "),
+		strings.Join(ret, ", "), strings.Join(cs, ", "), MonthOf("c.bucket"), strings.Join(neg, ", "), strings.Join(pos, ", "))
+}
+
+// cacheFoldUpsert adds the rows laid out by cacheFoldCTEs (named m) to rollup_cache_hourly, in key
+// order.
+var cacheFoldUpsert = func() string {
+	var sums, set []string
+	cols := append(Cols(CacheSums), "single_use")
+	for _, c := range cols {
+		sums = append(sums, fmt.Sprintf("sum(%s)::int8", c))
+		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", c, c, c))
+	}
+	key, group := strings.Join(CacheKey, ", "), ordinals(len(CacheKey))
+	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (%[1]s, %[2]s)
+		SELECT %[1]s, %[3]s FROM m
+		GROUP BY %[4]s ORDER BY %[4]s
+		ON CONFLICT (%[1]s) DO UPDATE SET %[5]s`,
+		key, strings.Join(cols, ", "), strings.Join(sums, ", "), group, strings.Join(set, ", "))
+}()
+
+// VacuumPendingSQL clears the pending tables of the rows folds deleted. Autovacuum looks at a
 // database about once a minute, and a minute of backfill leaves hundreds of megabytes of dead rows
-// that every fold's scan then reads (measured: 400 MB and folds of 1.5 s after 90 s at 23,000
-// records/s over a week of history), so the writer vacuums them itself, about once a second while
+// that every fold's scan then reads, so the writer vacuums them itself, about once a second while
 // it folds.
-const vacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache, pending_load_minute`
+const VacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache, pending_load_minute`
 
 // Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
 // tables, after waiting for any other fold to finish, and returns how many rollup rows it wrote.
@@ -111,7 +168,7 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 	b := &pgx.Batch{}
 	b.Queue(foldSQL[0])
 	b.Queue(foldSQL[1])
-	b.Queue(rollup.LoadFoldSQL)
+	b.Queue(LoadFoldSQL)
 	res := tx.SendBatch(ctx, b)
 	var rollups, loads int64
 	if err := res.QueryRow().Scan(&rollups); err != nil {
