@@ -70,8 +70,11 @@ generate:
 	$(GO) tool templ generate
 	$(GO) generate ./grafana/
 
+# check-generated fails when a generated file is stale or go.mod and go.sum are not what
+# `go mod tidy` makes them (a requirement no code imports, or one missing).
 check-generated: generate
 	@git diff --exit-code -- '*_templ.go' grafana/dashboards || (echo "generated files are stale: run make generate and commit" && exit 1)
+	@$(GO) mod tidy -diff || (echo "go.mod or go.sum is not tidy: run go mod tidy and commit" && exit 1)
 
 vendor-web:
 	bash scripts/vendor-web.sh

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -56,14 +57,14 @@ func evalBudget(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) 
 		figures["unpriced_attempts"] = strconv.FormatInt(p.UnpricedAttempts, 10)
 	}
 	var d strings.Builder
-	fmt.Fprintf(&d, "%s spend so far is %s (%s, to %s).", month.Format("January 2006"), usd(p.MonthToDateUSD),
+	fmt.Fprintf(&d, "%s spend so far is %s (%s, to %s).", month.Format("January 2006"), p.MonthToDateUSD.USD(),
 		p.Timezone, local.Format("2 Jan 15:04"))
 	rate := "today's spend so far, scaled to a day"
 	if p.BasisDays > 0 {
 		rate = fmt.Sprintf("the mean of the last %d complete days", p.BasisDays)
 	}
-	fmt.Fprintf(&d, " At %s a day (%s) the month ends at %s, over the %s budget.", usd(p.RunRateUSD), rate,
-		usd(p.ProjectedUSD), usd(budget))
+	fmt.Fprintf(&d, " At %s a day (%s) the month ends at %s, over the %s budget.", p.RunRateUSD.USD(), rate,
+		p.ProjectedUSD.USD(), budget.USD())
 	switch {
 	case crossed:
 		fmt.Fprintf(&d, " The budget was used up on %s.", on)
@@ -71,9 +72,9 @@ func evalBudget(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) 
 		fmt.Fprintf(&d, " At this rate the budget runs out on %s.", on)
 	}
 	if p.UnpricedAttempts > 0 {
-		fmt.Fprintf(&d, " %s attempts have no price and are not counted.", thousands(p.UnpricedAttempts))
+		fmt.Fprintf(&d, " %s attempts have no price and are not counted.", numfmt.Count(p.UnpricedAttempts))
 	}
-	summary := fmt.Sprintf("Month spend heading for %s, over the %s budget, for %s", usd(p.ProjectedUSD), usd(budget), scope)
+	summary := fmt.Sprintf("Month spend heading for %s, over the %s budget, for %s", p.ProjectedUSD.USD(), budget.USD(), scope)
 	if on != "" {
 		summary += "; budget reached " + on
 	}

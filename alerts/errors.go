@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 )
 
 // errorsSQL counts the attempts of the classes $4 started in [$2, $3), per series, org and class,
@@ -108,12 +110,12 @@ func errorsSample(r *Rule, ec evalContext, g *errorsGroup) sample {
 	var parts, names []string
 	for _, c := range classes {
 		figures["count_"+c.class] = strconv.FormatInt(c.n, 10)
-		parts = append(parts, fmt.Sprintf("%s %s", c.class, thousands(c.n)))
+		parts = append(parts, fmt.Sprintf("%s %s", c.class, numfmt.Count(c.n)))
 		names = append(names, c.class)
 	}
 	var d strings.Builder
 	fmt.Fprintf(&d, "In the last %s, %s attempts on %s failed with errors retrying cannot fix (%s), the first at %s"+
-		" and the last at %s UTC.", human(r.Window), thousands(g.count), scope, strings.Join(parts, ", "),
+		" and the last at %s UTC.", human(r.Window), numfmt.Count(g.count), scope, strings.Join(parts, ", "),
 		g.first.UTC().Format("15:04:05"), g.last.UTC().Format("15:04:05"))
 	for _, c := range classes {
 		if a, ok := errorAdvice[c.class]; ok {
@@ -124,7 +126,7 @@ func errorsSample(r *Rule, ec evalContext, g *errorsGroup) sample {
 	return sample{
 		group:       g.labels,
 		figures:     figures,
-		summary:     fmt.Sprintf("%s %s on %s since %s UTC", thousands(g.count), strings.Join(names, "/"), scope, g.first.UTC().Format("15:04")),
+		summary:     fmt.Sprintf("%s %s on %s since %s UTC", numfmt.Count(g.count), strings.Join(names, "/"), scope, g.first.UTC().Format("15:04")),
 		description: d.String(),
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
@@ -190,14 +191,14 @@ func headroomSample(r *Rule, ec evalContext, labels map[string]string, b breach)
 	if b.headroom {
 		figures["remaining"] = strconv.FormatInt(p.remaining, 10)
 		figures["headroom"] = pct(b.share)
-		summary = fmt.Sprintf("%s had %s of its %s limit left at %s (%s a minute)", scope, pct(b.share), name, local, thousands(p.limit))
+		summary = fmt.Sprintf("%s had %s of its %s limit left at %s (%s a minute)", scope, pct(b.share), name, local, numfmt.Count(p.limit))
 		fmt.Fprintf(&d, "At %s (%s) the provider reported %s of %s %s a minute left for %s: %s of the limit, under the %s this rule allows.",
-			local, ec.tz, thousands(p.remaining), thousands(p.limit), name, scope, pct(b.share), pct(r.MinHeadroom))
+			local, ec.tz, numfmt.Count(p.remaining), numfmt.Count(p.limit), name, scope, pct(b.share), pct(r.MinHeadroom))
 	} else {
 		summary = fmt.Sprintf("%s sent %s %s in the minute %s, %s of its limit of %s a minute", scope,
-			thousands(m.loads()[b.limit]), name, local, pct(b.share), thousands(p.limit))
+			numfmt.Count(m.loads()[b.limit]), name, local, pct(b.share), numfmt.Count(p.limit))
 		fmt.Fprintf(&d, "In the minute %s (%s) %s sent %s %s against a reported limit of %s a minute: %s of it, at or over the %s this rule allows.",
-			local, ec.tz, scope, thousands(m.loads()[b.limit]), name, thousands(p.limit), pct(b.share), pct(r.MaxLoad))
+			local, ec.tz, scope, numfmt.Count(m.loads()[b.limit]), name, numfmt.Count(p.limit), pct(b.share), pct(r.MaxLoad))
 	}
 	if n := len(m.services); n > 1 {
 		fmt.Fprintf(&d, " %d services drew on this limit in that minute: the keys of one organization share it, so failing over"+

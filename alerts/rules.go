@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 )
@@ -303,7 +304,7 @@ func retrySample(r *Rule, g *retryGroup, ratio *big.Rat) sample {
 	})
 	var parts []string
 	for _, c := range classes {
-		parts = append(parts, fmt.Sprintf("%s %s", c.class, thousands(c.n)))
+		parts = append(parts, fmt.Sprintf("%s %s", c.class, numfmt.Count(c.n)))
 	}
 	scope := scopeText(g.labels)
 	if scope == "" {
@@ -323,7 +324,7 @@ func retrySample(r *Rule, g *retryGroup, ratio *big.Rat) sample {
 	}
 	var d strings.Builder
 	fmt.Fprintf(&d, "In the last %s, %s logical calls made %s attempts: %s per call, above the %s threshold.",
-		human(r.Window), thousands(g.requests), thousands(g.attempts), per, ratFloat(r.Threshold))
+		human(r.Window), numfmt.Count(g.requests), numfmt.Count(g.attempts), per, ratFloat(r.Threshold))
 	if len(parts) > 0 {
 		fmt.Fprintf(&d, " Failed attempts by error class: %s.", strings.Join(parts, ", "))
 	}
@@ -413,11 +414,11 @@ func cacheSample(r *Rule, g *cacheGroup) sample {
 	}
 	var d strings.Builder
 	fmt.Fprintf(&d, "In the last %s, %s calls wrote %s tokens to the prompt cache and none read it back.",
-		human(r.Window), thousands(g.writeCalls), thousands(g.written))
+		human(r.Window), numfmt.Count(g.writeCalls), numfmt.Count(g.written))
 	switch {
 	case extra > 0:
 		fmt.Fprintf(&d, " Caching made these calls cost %s more than no caching at all (%s paid, %s without caching).",
-			usd(extra), usd(g.cost), usd(g.nocache))
+			extra.USDFine(), g.cost.USDFine(), g.nocache.USDFine())
 	case g.unpriced == g.calls:
 		d.WriteString(" These calls have no price in the catalog, so the extra cost is unknown.")
 	}
@@ -425,7 +426,7 @@ func cacheSample(r *Rule, g *cacheGroup) sample {
 	case g.hashes > 1 && g.hashes*2 >= g.writeCalls:
 		fmt.Fprintf(&d, " The calls carried %s different prompt hashes: the cached prefix changes on every call."+
 			" Something that differs per call (a timestamp, a request id, a user name) sits before the cached"+
-			" part of the prompt; move it after the last cache breakpoint.", thousands(g.hashes))
+			" part of the prompt; move it after the last cache breakpoint.", numfmt.Count(g.hashes))
 	case g.hashes == 1:
 		d.WriteString(" The prompt hash is the same on every call, so the prefix is stable: the calls come further" +
 			" apart than the cache lifetime (5 minutes unless a 1-hour cache is asked for), or something that" +
@@ -439,7 +440,7 @@ func cacheSample(r *Rule, g *cacheGroup) sample {
 	return sample{
 		group:       g.labels,
 		figures:     figures,
-		summary:     fmt.Sprintf("Prompt cache written %s times and never read on %s", thousands(g.writeCalls), scope),
+		summary:     fmt.Sprintf("Prompt cache written %s times and never read on %s", numfmt.Count(g.writeCalls), scope),
 		description: d.String(),
 	}
 }
@@ -539,22 +540,22 @@ func dailySample(r *Rule, ec evalContext, g *spendGroup, start time.Time, elapse
 		figures["unpriced_attempts"] = strconv.FormatInt(g.unpriced, 10)
 	}
 	var d strings.Builder
-	fmt.Fprintf(&d, "Spend since midnight (%s) is %s at %s, %s of the day", ec.tz.String(), usd(g.spend),
+	fmt.Fprintf(&d, "Spend since midnight (%s) is %s at %s, %s of the day", ec.tz.String(), g.spend.USD(),
 		ec.now.In(ec.tz).Format("15:04"), percent(elapsed, length))
 	if showProjection {
-		fmt.Fprintf(&d, "; at this rate the day ends at %s", usd(projected))
+		fmt.Fprintf(&d, "; at this rate the day ends at %s", projected.USD())
 	}
-	fmt.Fprintf(&d, ". The threshold is %s a day.", usd(r.ThresholdUSD))
+	fmt.Fprintf(&d, ". The threshold is %s a day.", r.ThresholdUSD.USD())
 	if top := topParts(g.parts, 3); top != "" {
 		fmt.Fprintf(&d, " Most of it: %s.", top)
 	}
 	if g.unpriced > 0 {
-		fmt.Fprintf(&d, " %s attempts have no price and are not counted.", thousands(g.unpriced))
+		fmt.Fprintf(&d, " %s attempts have no price and are not counted.", numfmt.Count(g.unpriced))
 	}
-	summary := fmt.Sprintf("Daily spend %s is over %s for %s", usd(g.spend), usd(r.ThresholdUSD), where)
+	summary := fmt.Sprintf("Daily spend %s is over %s for %s", g.spend.USD(), r.ThresholdUSD.USD(), where)
 	if basis == "projected" {
-		summary = fmt.Sprintf("Daily spend heading for %s, over %s, for %s (%s so far)", usd(projected),
-			usd(r.ThresholdUSD), where, usd(g.spend))
+		summary = fmt.Sprintf("Daily spend heading for %s, over %s, for %s (%s so far)", projected.USD(),
+			r.ThresholdUSD.USD(), where, g.spend.USD())
 	}
 	return sample{group: g.labels, figures: figures, summary: summary, description: d.String()}
 }
@@ -585,46 +586,9 @@ func topParts(parts map[string]money.Nanos, n int) string {
 		if i == n {
 			break
 		}
-		out = append(out, p.name+" "+usd(p.spend))
+		out = append(out, p.name+" "+p.spend.USD())
 	}
 	return strings.Join(out, ", ")
-}
-
-// usd formats dollars for people: "$1,245.00" from a dollar, four decimal places below.
-func usd(n money.Nanos) string {
-	places := 4
-	if n >= money.PerDollar || n <= -money.PerDollar {
-		places = 2
-	}
-	s := n.Round(places)
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	whole, frac, _ := strings.Cut(s, ".")
-	v, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil {
-		return sign + "$" + s
-	}
-	return sign + "$" + thousands(v) + "." + frac
-}
-
-// thousands writes n with comma separators.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 // ratFloat writes r with as many decimals as it needs (up to 6).

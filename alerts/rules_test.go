@@ -142,7 +142,7 @@ func TestCacheBroken(t *testing.T) {
 			labels:  map[string]string{"alertname": "cache-broken", "service": "router", "operation": "classify", "model": "claude-haiku-5-5", "kind": "cache_broken", "severity": "warning", "project": "acme"},
 			summary: "Prompt cache written 12 times and never read on router/classify on claude-haiku-5-5",
 			inDescription: []string{"12 calls wrote 12,000 tokens to the prompt cache and none read it back",
-				"$0.0030 more than no caching at all ($0.0168 paid, $0.0138 without caching)",
+				"$0.003 more than no caching at all ($0.0168 paid, $0.0138 without caching)",
 				"12 different prompt hashes", "a timestamp, a request id"},
 		},
 		{

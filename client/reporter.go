@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ledgerd/ledgerd/internal/backoff"
 	"github.com/ledgerd/ledgerd/internal/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -48,8 +48,8 @@ type ReporterOptions struct {
 	// dropped (default 8; negative means never).
 	MaxRetries int
 	// MinBackoff and MaxBackoff bound the exponential backoff between retries (defaults 200ms and
-	// 30s); each wait is jittered between half and all of its step, and never shorter than the
-	// Retry-After ledgerd sent.
+	// 30s): retry n waits a random pick up to MinBackoff·2^(n-1), capped at MaxBackoff, and never
+	// less than the Retry-After ledgerd sent.
 	MinBackoff, MaxBackoff time.Duration
 	// Registerer receives the Reporter's metrics (ledgerd_client_*); nil registers none. Register one
 	// Reporter per registry, or wrap it with prometheus.WrapRegistererWith.
@@ -77,8 +77,7 @@ type Reporter struct {
 	gzipThreshold int
 	sendTimeout   time.Duration
 	maxRetries    int
-	minBackoff    time.Duration
-	maxBackoff    time.Duration
+	backoff       backoff.Exponential
 	sleep         func(ctx context.Context, d time.Duration) error
 	log           *slog.Logger
 	m             reporterMetrics
@@ -168,14 +167,13 @@ func NewReporter(opts ReporterOptions) (*Reporter, error) {
 	r := &Reporter{
 		url: u.String(), redacted: u.Redacted(), key: opts.APIKey, client: opts.HTTPClient,
 		maxBatch: opts.MaxBatch, flushInterval: opts.FlushInterval, gzipThreshold: opts.GzipThreshold,
-		sendTimeout: opts.SendTimeout, maxRetries: opts.MaxRetries, minBackoff: opts.MinBackoff,
-		maxBackoff: opts.MaxBackoff, sleep: opts.sleep, log: opts.Logger, done: make(chan struct{}),
+		sendTimeout: opts.SendTimeout, maxRetries: opts.MaxRetries, sleep: opts.sleep, log: opts.Logger, done: make(chan struct{}),
 	}
 	r.maxBatch = orDefault(r.maxBatch, 500)
 	r.flushInterval = orDefault(r.flushInterval, time.Second)
 	r.sendTimeout = orDefault(r.sendTimeout, 30*time.Second)
-	r.minBackoff = orDefault(r.minBackoff, 200*time.Millisecond)
-	r.maxBackoff = max(orDefault(r.maxBackoff, 30*time.Second), r.minBackoff)
+	minBackoff := orDefault(opts.MinBackoff, 200*time.Millisecond)
+	r.backoff = backoff.Exponential{Min: minBackoff, Max: max(orDefault(opts.MaxBackoff, 30*time.Second), minBackoff)}
 	if r.gzipThreshold == 0 {
 		r.gzipThreshold = 8 << 10
 	}
@@ -190,7 +188,7 @@ func NewReporter(opts ReporterOptions) (*Reporter, error) {
 		r.ownClient = true
 	}
 	if r.sleep == nil {
-		r.sleep = sleep
+		r.sleep = backoff.Sleep
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -211,18 +209,6 @@ func orDefault[T int | time.Duration](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Report queues a record for sending. It never blocks: when the queue is full, or after Close, the
@@ -370,7 +356,7 @@ func (r *Reporter) send(batch []schema.Attempt) {
 			return
 		}
 		r.m.retries.Inc()
-		d := max(r.backoff(try), wait)
+		d := max(r.backoff.Wait(try+1), wait)
 		r.log.Debug("ledgerd client: retrying batch", "records", n, "in", d, "after", detail)
 		if r.sleep(r.ctx, d) != nil {
 			r.m.droppedClosed.Add(float64(n))
@@ -479,15 +465,4 @@ func (r *Reporter) account(batch []schema.Attempt, ans schema.IngestResponse) {
 		r.log.Warn("ledgerd client: ledgerd refused a record", "attempt_id", id, "field", rej.Field,
 			"error", rej.Error)
 	}
-}
-
-// backoff is the wait before retry number try+1: exponential from MinBackoff to MaxBackoff, jittered
-// between half and all of the step.
-func (r *Reporter) backoff(try int) time.Duration {
-	d := r.minBackoff
-	for i := 0; i < try && d < r.maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, r.maxBackoff)
-	return d/2 + rand.N(d/2+1)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/ledgerd/ledgerd/internal/backoff"
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
@@ -64,7 +65,7 @@ type Options struct {
 	MaxBatch     int            // records per commit at most (5,000)
 	QueueLimit   int            // records waiting at most before Submit refuses (50,000)
 	Flushers     int            // commits running at once (2; a second starts only with MaxBatch/4 records or more)
-	FlushTimeout time.Duration  // bound on one commit (10 s)
+	FlushTimeout time.Duration  // bound on one commit, its retries included (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
 	Logger       *slog.Logger
@@ -358,14 +359,12 @@ func (w *Writer) fold(ctx context.Context) error {
 }
 
 // take removes up to MaxBatch records' worth of whole jobs from the queue, and counts the commit
-// they make as running. A commit starts beside another one only with at least MaxBatch/4
-// records: fewer wait for the commit running to end and go into the next one, larger, instead of
-// paying for a commit of their own. One record a request from 64 clients ran faster with one
-// commit at a time, a thousand records a request with two; and commits of two such requests
-// rather than one cost PostgreSQL less per record, as each COPY statement has a fixed cost (1,000
-// records a request from 4 clients: 1,870 records a commit instead of 1,220, and 6% more records/s
-// against COPY, the mean of twelve alternating runs of BenchmarkIngestVsCopy against MaxBatch/10,
-// with the threshold at 1,500, which waits for a second such request as 1,250 does).
+// they make as running. A commit starts beside a running one only with at least MaxBatch/4 records
+// queued (two requests of 1,000 records at the default MaxBatch): fewer wait for the running commit
+// to end and go into the next one, which is larger. Each commit, and each COPY statement in it,
+// has a fixed cost, so fewer, larger commits cost PostgreSQL less per record, while large requests
+// still get a second commit to overlap with. BenchmarkIngestVsCopy measures the threshold; its
+// figures are in docs/performance.md.
 func (w *Writer) take() []*job {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -412,25 +411,33 @@ func (w *Writer) loop() {
 	}
 }
 
+// commitTries bounds the tries of one commit. commitBackoff spaces the retries after a deadlock or
+// a serialization failure, which clear once the other transaction has ended.
+const commitTries = 3
+
+var commitBackoff = backoff.Exponential{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond}
+
 // commit writes the jobs in one transaction, retrying deadlocks, serialization failures and a
-// partition dropped under it, and reports to each job.
+// partition dropped under it within FlushTimeout, and reports to each job.
 func (w *Writer) commit(jobs []*job) {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), w.opt.FlushTimeout)
+	defer cancel()
 	var err error
-	for try := 0; try < 3; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), w.opt.FlushTimeout)
+	for try := 1; try <= commitTries; try++ {
 		err = w.flush(ctx, jobs)
-		cancel()
 		if store.IsNoPartition(err) {
 			// A month this writer knew was dropped since (retention, by another process): the
 			// next try makes its partition again.
 			w.st.ForgetPartitions()
 			continue
 		}
-		if err == nil || !retryable(err) {
+		if err == nil || !retryable(err) || try == commitTries {
 			break
 		}
-		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+		if backoff.Sleep(ctx, commitBackoff.Wait(try)) != nil {
+			break // out of time: the commit fails with the last error
+		}
 	}
 	w.m.flushTime.Observe(time.Since(start).Seconds())
 	if err == nil {

@@ -5,7 +5,6 @@ package money
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"strings"
 )
@@ -78,27 +77,6 @@ func (n Nanos) String() string {
 		u = uint64(-(n + 1)) + 1 // safe for math.MinInt64
 	}
 	return fmt.Sprintf("%s%d.%09d", sign, u/uint64(PerDollar), u%uint64(PerDollar))
-}
-
-// Round formats n with the given number of decimal places (0 to 9), rounding half away from zero;
-// it is for display, never for arithmetic.
-func (n Nanos) Round(places int) string {
-	if places < 0 || places >= 9 {
-		return n.String()
-	}
-	r := RoundRat(big.NewRat(int64(n), int64(math.Pow10(9-places))))
-	neg := r.Sign() < 0
-	r.Abs(r)
-	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(places)), nil)
-	whole, frac := new(big.Int).QuoRem(r, unit, new(big.Int))
-	sign := ""
-	if neg {
-		sign = "-"
-	}
-	if places == 0 {
-		return sign + whole.String()
-	}
-	return fmt.Sprintf("%s%s.%0*s", sign, whole.String(), places, frac.String())
 }
 
 // MarshalJSON writes n as a JSON string holding the decimal amount, so no JSON reader turns money

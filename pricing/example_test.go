@@ -47,9 +47,9 @@ func ExampleCatalog_CostTimes() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("a month:", month.Total.Round(2))
+	fmt.Println("a month:", month.Total.USD())
 	// Output:
-	// a month: 45.36
+	// a month: $45.36
 }
 
 // A prompt cache write that is never read costs more than sending the prompt uncached; NoCache

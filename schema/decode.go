@@ -71,8 +71,8 @@ func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
 		}
 	}
 	if len(b.Records) == cap(b.Records) {
-		// Doubled: past 256 records append grows by a quarter, and a body of 1,000 records had its
-		// records copied about four times over while they were read.
+		// Doubled: past 256 records append grows by a quarter, which would copy a body of 1,000
+		// records about four times over while it is read.
 		b.Records = slices.Grow(b.Records, max(len(b.Records), 1))
 		b.Index = slices.Grow(b.Index, cap(b.Records)-len(b.Index))
 	}
@@ -81,8 +81,9 @@ func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
 }
 
 // recordArrays recycles the arrays of released batches' records (Release). A body of 1,000
-// records needs 330 KB of them, and new ones each time cost page faults and clearing: with the
-// copies of growing them, an eighth of ledgerd's CPU at 1,000 records a request (perf).
+// records needs about 330 KB of them, and a new array for each body costs page faults, clearing
+// and the copies of growing it, a share of ledgerd's CPU worth saving at large requests
+// (docs/performance.md).
 var recordArrays sync.Pool
 
 // maxPooledRecords is the most records an array recordArrays keeps may hold.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -58,9 +59,9 @@ func (s *spendCell) add(st analytics.Stats) {
 }
 
 func (s spendCell) text() string {
-	t := usd(s.cost)
+	t := s.cost.USD()
 	if s.unpriced > 0 {
-		t += " + " + count(s.unpriced) + " unpriced"
+		t += " + " + numfmt.Count(s.unpriced) + " unpriced"
 	}
 	return t
 }
@@ -132,7 +133,7 @@ func errorChart(v view, groups []analytics.Group) chartSpec {
 		s := chartSeries{Label: class}
 		for _, n := range counts[class] {
 			s.Values = append(s.Values, n)
-			s.Text = append(s.Text, count(n))
+			s.Text = append(s.Text, numfmt.Count(n))
 		}
 		c.Series = append(c.Series, s)
 	}

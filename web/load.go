@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/alerts"
 	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/internal/server"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -181,20 +182,20 @@ func minuteCharts(start time.Time, tz *time.Location, minutes []analytics.LoadMi
 		if i < 0 || i >= n {
 			continue
 		}
-		all.Values[i], all.Text[i] = m.Requests, count(m.Requests)
+		all.Values[i], all.Text[i] = m.Requests, numfmt.Count(m.Requests)
 		if m.RateLimited > 0 {
-			all.Text[i] += " (" + count(m.RateLimited) + " refused, 429)"
+			all.Text[i] += " (" + numfmt.Count(m.RateLimited) + " refused, 429)"
 		}
 		t := m.InputTokens + m.OutputTokens
-		tok.Values[i], tok.Text[i] = t, count(t)
+		tok.Values[i], tok.Text[i] = t, numfmt.Count(t)
 		for j, s := range services {
-			apart[j].Values[i], apart[j].Text[i] = m.ByService[s], count(m.ByService[s])
+			apart[j].Values[i], apart[j].Text[i] = m.ByService[s], numfmt.Count(m.ByService[s])
 		}
 		if m.RequestsLimit > 0 {
-			reqLimit.Values[i], reqLimit.Text[i] = m.RequestsLimit, count(m.RequestsLimit)
+			reqLimit.Values[i], reqLimit.Text[i] = m.RequestsLimit, numfmt.Count(m.RequestsLimit)
 		}
 		if m.TokensLimit > 0 {
-			tokLimit.Values[i], tokLimit.Text[i] = m.TokensLimit, count(m.TokensLimit)
+			tokLimit.Values[i], tokLimit.Text[i] = m.TokensLimit, numfmt.Count(m.TokensLimit)
 		}
 	}
 	requests.Series = append(append([]chartSeries{all}, apart...), reqLimit)
@@ -223,10 +224,10 @@ func dailyPeakChart(day time.Time, tz *time.Location, groups []analytics.PeakGro
 			limits.Values, limits.Text = append(limits.Values, nil), append(limits.Text, "–")
 			continue
 		}
-		text := count(g.Requests.Peak) + " at " + g.Requests.Minute.In(tz).Format("15:04")
+		text := numfmt.Count(g.Requests.Peak) + " at " + g.Requests.Minute.In(tz).Format("15:04")
 		peaks.Values, peaks.Text = append(peaks.Values, g.Requests.Peak), append(peaks.Text, text)
 		if h := g.Headroom.Requests; h != nil {
-			limits.Values, limits.Text = append(limits.Values, h.Limit), append(limits.Text, count(h.Limit))
+			limits.Values, limits.Text = append(limits.Values, h.Limit), append(limits.Text, numfmt.Count(h.Limit))
 		} else {
 			limits.Values, limits.Text = append(limits.Values, nil), append(limits.Text, "–")
 		}
@@ -241,7 +242,7 @@ func headroomText(h *analytics.Headroom) string {
 		return "–"
 	}
 	share := h.Share
-	return count(h.Remaining) + " of " + count(h.Limit) + " left (" + percent(&share) + ")"
+	return numfmt.Count(h.Remaining) + " of " + numfmt.Count(h.Limit) + " left (" + percent(&share) + ")"
 }
 
 // topShare writes the service that took the largest share of a peak minute.
@@ -251,7 +252,7 @@ func topShare(g *analytics.PeakGroup) string {
 	}
 	s := g.Services[0]
 	share := s.Share
-	return s.Service + " (" + count(s.Requests) + ", " + percent(&share) + ")"
+	return s.Service + " (" + numfmt.Count(s.Requests) + ", " + percent(&share) + ")"
 }
 
 // minuteOf writes a peak minute in the page's zone.
@@ -272,7 +273,7 @@ func lowHeadroom(h *analytics.Headroom) bool {
 func servicesText(m analytics.LoadMinute) string {
 	var parts []string
 	for _, s := range topLabels(m.ByService, cmpInt64) {
-		parts = append(parts, s+" "+count(m.ByService[s]))
+		parts = append(parts, s+" "+numfmt.Count(m.ByService[s]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -155,7 +155,7 @@ func monthChart(p analytics.Projection, tz *time.Location) chartSpec {
 	var sum money.Nanos
 	for i, dc := range p.Days[:min(len(p.Days), n)] {
 		sum += dc.CostUSD
-		spent.Values[i], spent.Text[i] = sum.String(), usd(sum)
+		spent.Values[i], spent.Text[i] = sum.String(), sum.USD()
 	}
 	last := len(p.Days) - 1
 	c.Series = append(c.Series, spent)
@@ -165,15 +165,15 @@ func monthChart(p analytics.Projection, tz *time.Location) chartSpec {
 			end   money.Nanos
 		}{{"Projected", p.ProjectedUSD}, {"Projected low", p.ProjectedLowUSD}, {"Projected high", p.ProjectedHighUSD}} {
 			s := chartSeries{Label: pr.label, Values: make([]any, n), Text: blanks(n), Join: true}
-			s.Values[last], s.Text[last] = p.MonthToDateUSD.String(), usd(p.MonthToDateUSD)
-			s.Values[n-1], s.Text[n-1] = pr.end.String(), usd(pr.end)
+			s.Values[last], s.Text[last] = p.MonthToDateUSD.String(), p.MonthToDateUSD.USD()
+			s.Values[n-1], s.Text[n-1] = pr.end.String(), pr.end.USD()
 			c.Series = append(c.Series, s)
 		}
 	}
 	if p.BudgetUSD != nil {
 		s := chartSeries{Label: "Budget", Values: make([]any, n), Text: blanks(n)}
 		for i := range n {
-			s.Values[i], s.Text[i] = p.BudgetUSD.String(), usd(*p.BudgetUSD)
+			s.Values[i], s.Text[i] = p.BudgetUSD.String(), p.BudgetUSD.USD()
 		}
 		c.Series = append(c.Series, s)
 	}

@@ -40,7 +40,7 @@ func TestPageFigures(t *testing.T) {
 		{name: "wasted spend on failed attempts", path: "/", testid: "wasted", want: "$0.20 (priced attempts only)"},
 		{name: "no budget", path: "/", testid: "budget", want: "No budget set"},
 		{name: "top services, biggest first", path: "/", testid: "top-services",
-			want: "Top services by spend Service Spend Calls Cost per call digest-mailer $2.50 10 $0.2500 support-bot $2.35 5 $0.4700 search $0.34 10 $0.0340 labs-agent unpriced (3) 3 unpriced"},
+			want: "Top services by spend Service Spend Calls Cost per call digest-mailer $2.50 10 $0.25 support-bot $2.35 5 $0.47 search $0.34 10 $0.034 labs-agent unpriced (3) 3 unpriced"},
 		{name: "no alert firing", path: "/", testid: "firing-alerts", want: "No alert is firing."},
 
 		// Models: fallback traffic in its own row, unpriced models never at $0.
@@ -142,7 +142,7 @@ func TestPageFigures(t *testing.T) {
 			t.Errorf("cache rows in order:\n%s\nwant:\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
 		}
 		why := text(find(doc, byAttr("data-explains", "digest-mailer/weekly-digest/claude-sonnet-5-5")))
-		if !strings.HasPrefix(why, "10 calls wrote 1000000 tokens to the cache and none was read back") {
+		if !strings.HasPrefix(why, "10 calls wrote 1,000,000 tokens to the cache and none was read back") {
 			t.Errorf("explanation: %q", why)
 		}
 	})
@@ -153,7 +153,7 @@ func TestPageFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc := s.get(t, s.keyAcme, "/", http.StatusOK)
-		want := "$" + p.ProjectedUSD.Round(2) + " $" + p.ProjectedLowUSD.Round(2) + " to $" + p.ProjectedHighUSD.Round(2) + " No budget set"
+		want := p.ProjectedUSD.USD() + " " + p.ProjectedLowUSD.USD() + " to " + p.ProjectedHighUSD.USD() + " No budget set"
 		if got := testText(doc, "projected"); got != want {
 			t.Errorf("projected: got %q, want %q", got, want)
 		}

@@ -1,14 +1,12 @@
 package web
 
 import (
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/server"
-	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
 )
 
@@ -48,16 +46,6 @@ func (h *Handler) pricesPage(c echo.Context) error {
 	fr := h.page(c, "Prices")
 	fr.Filter = v
 	return h.render(c, 200, pricesView(fr, d))
-}
-
-// rate formats a price per million tokens with the decimals it has, at least two: "$0.125",
-// "$3.00".
-func rate(n money.Nanos) string {
-	s := strings.TrimRight(n.Round(9), "0")
-	if whole, frac, _ := strings.Cut(s, "."); len(frac) < 2 {
-		s = whole + "." + frac + strings.Repeat("0", 2-len(frac))
-	}
-	return "$" + s
 }
 
 // dayAfter returns the day after a YYYY-MM-DD date: the exclusive end of a range ending on it.

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/backoff"
 )
 
-// Retrier retries a Notifier's retryable failures with exponential backoff and full jitter,
-// waiting exactly as long as a Retry-After asks. It stops after MaxAttempts tries or once the
-// next wait would pass MaxElapsed, whichever comes first.
+// Retrier retries a Notifier's retryable failures with exponential backoff and full jitter
+// (backoff.Exponential), waiting exactly as long as a Retry-After asks. It stops after MaxAttempts
+// tries or once the next wait would pass MaxElapsed, whichever comes first.
 type Retrier struct {
 	// MaxAttempts bounds the tries (5).
 	MaxAttempts int
@@ -20,9 +21,9 @@ type Retrier struct {
 	MinBackoff time.Duration
 	// MaxBackoff caps a wait the backoff picks (30 s); a Retry-After may ask for longer.
 	MaxBackoff time.Duration
-	// Sleep waits d or until ctx ends (a real timer); tests record the waits instead.
+	// Sleep waits d or until ctx ends (backoff.Sleep); tests record the waits instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Jitter returns a number in [0, 1) (math/rand/v2); tests fix it.
+	// Jitter returns a number in [0, 1) (math/rand/v2's by default); tests fix it.
 	Jitter func() float64
 }
 
@@ -50,23 +51,9 @@ func (r Retrier) withDefaults() Retrier {
 		r.MaxBackoff = 30 * time.Second
 	}
 	if r.Sleep == nil {
-		r.Sleep = sleep
-	}
-	if r.Jitter == nil {
-		r.Jitter = rand.Float64
+		r.Sleep = backoff.Sleep
 	}
 	return r
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Do sends alerts through n until it succeeds, fails for good, or the budget is spent. The error
@@ -89,7 +76,7 @@ func (r Retrier) Do(ctx context.Context, n Notifier, alerts ...Alert) (Result, e
 		if res.Attempts >= r.MaxAttempts {
 			return res, fmt.Errorf("gave up after %d attempts: %w", res.Attempts, err)
 		}
-		wait := r.backoff(res.Attempts)
+		wait := backoff.Exponential{Min: r.MinBackoff, Max: r.MaxBackoff, Rand: r.Jitter}.Wait(res.Attempts)
 		var se *StatusError
 		if errors.As(err, &se) && se.RetryAfter > 0 {
 			wait = se.RetryAfter
@@ -107,15 +94,4 @@ func (r Retrier) Do(ctx context.Context, n Notifier, alerts ...Alert) (Result, e
 		spent += wait
 		res.Waits = append(res.Waits, wait)
 	}
-}
-
-// backoff returns the wait before try number attempt+1: a uniform pick in (0, min(MaxBackoff,
-// MinBackoff·2^(attempt-1))], so replicas retrying together spread out.
-func (r Retrier) backoff(attempt int) time.Duration {
-	ceiling := r.MinBackoff
-	for i := 1; i < attempt && ceiling < r.MaxBackoff; i++ {
-		ceiling *= 2
-	}
-	ceiling = min(ceiling, r.MaxBackoff)
-	return time.Duration((1 - r.Jitter()) * float64(ceiling))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/estimate"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -61,13 +62,13 @@ func runCache(e env, args []string) error {
 func cacheText(e env, at time.Time, p estimate.CachePlan, r estimate.CacheReport) error {
 	w := e.stdout
 	fmt.Fprintf(w, "%s: a %s-token prefix sent on %s calls, cached with the %s TTL. Prices as of %s (%s).\n",
-		r.Model, tokens(p.PrefixTokens), tokens(p.Calls), r.TTL, at.Format("2006-01-02"), r.Version.Key)
+		r.Model, numfmt.Count(p.PrefixTokens), numfmt.Count(p.Calls), r.TTL, at.Format("2006-01-02"), r.Version.Key)
 	fmt.Fprintln(w, "Only the prefix is priced; the rest of each call costs the same either way.")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tWRITES\tREADS\tCOST\tPREFIX UNITS\tVS NO CACHING")
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, count(s.Writes), count(s.Reads), usd(s.Cost),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, count(s.Writes), count(s.Reads), s.Cost.USDFine(),
 			ratOrDash(s.Units, 2), change(s.VsNoCache))
 	}
 	if err := tw.Flush(); err != nil {

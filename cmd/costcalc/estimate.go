@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/estimate"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -80,13 +81,13 @@ func estimateText(e env, at time.Time, ests []estimate.Estimate, in, out, cw, cr
 		mode = ", batch prices"
 	}
 	fmt.Fprintf(w, "Per call: %s input, %s output, %s cache write, %s cache read tokens%s.\n",
-		tokens(in), tokens(out), tokens(cw), tokens(cr), mode)
+		numfmt.Count(in), numfmt.Count(out), numfmt.Count(cw), numfmt.Count(cr), mode)
 	fmt.Fprintf(w, "%s calls a day; a month is %s days (--days-per-month). Prices as of %s.\n\n",
 		count(ests[0].CallsPerDay), count(ests[0].DaysPerMonth), at.Format("2006-01-02"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tPER CALL\tPER DAY\tPER MONTH\tPRICE VERSION")
 	for _, est := range ests {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", est.Model, usd(est.PerCall.Total), usd(est.Daily.Total), usd(est.Monthly.Total), est.Version.Key)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", est.Model, est.PerCall.Total.USDFine(), est.Daily.Total.USD(), est.Monthly.Total.USD(), est.Version.Key)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -100,8 +101,8 @@ func estimateText(e env, at time.Time, ests []estimate.Estimate, in, out, cw, cr
 		if est.LongContext {
 			long = "yes: tier prices"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", est.Model, usd(m.Input), usd(m.Output),
-			usd(m.CacheWrite5m+m.CacheWrite1h), usd(m.CacheRead), usd(m.NoCache), long)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", est.Model, m.Input.USD(), m.Output.USD(),
+			(m.CacheWrite5m + m.CacheWrite1h).USD(), m.CacheRead.USD(), m.NoCache.USD(), long)
 	}
 	return tw.Flush()
 }

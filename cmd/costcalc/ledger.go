@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/estimate"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
 )
@@ -337,8 +338,8 @@ func ledgerText(e env, p projection) error {
 	}
 	fmt.Fprintln(tw, head)
 	line := func(provider, model string, r ledgerRow) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", provider, model, tokens(r.Attempts), tokens(r.Requests),
-			tokens(r.InputTokens), tokens(r.OutputTokens), tokens(r.CacheWriteTokens), tokens(r.CacheReadTokens),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", provider, model, numfmt.Count(r.Attempts), numfmt.Count(r.Requests),
+			numfmt.Count(r.InputTokens), numfmt.Count(r.OutputTokens), numfmt.Count(r.CacheWriteTokens), numfmt.Count(r.CacheReadTokens),
 			maybeUSD(r.CostUSD), maybeUSD(r.MonthlyUSD))
 		if p.AsModel != nil {
 			fmt.Fprintf(tw, "\t%s\t%s", maybeUSD(r.AsModelCostUSD), maybeUSD(r.AsModelMonthlyUSD))
@@ -361,7 +362,7 @@ func ledgerText(e env, p projection) error {
 		return err
 	}
 	if n := p.Total.UnpricedAttempts; n > 0 {
-		fmt.Fprintf(w, "\n%s attempts had no price: COST leaves them out (add their model to the price file, then `ledgerd reprice`).\n", tokens(n))
+		fmt.Fprintf(w, "\n%s attempts had no price: COST leaves them out (add their model to the price file, then `ledgerd reprice`).\n", numfmt.Count(n))
 	}
 	if a := p.AsModel; a != nil {
 		fmt.Fprintf(w, "\nAS %s: %s/%s at the prices in effect on %s (version %s).\n%s\n",
@@ -374,5 +375,5 @@ func maybeUSD(n *money.Nanos) string {
 	if n == nil {
 		return "unpriced"
 	}
-	return usd(*n)
+	return n.USD()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/estimate"
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/pricing"
 )
 
@@ -60,7 +61,7 @@ func tiersText(p pricing.Price) string {
 	}
 	var parts []string
 	for _, t := range p.LongContext {
-		parts = append(parts, fmt.Sprintf(">%s: %s / %s", tokens(t.AboveInputTokens), usd(t.Input), usd(t.Output)))
+		parts = append(parts, fmt.Sprintf(">%s: %s / %s", numfmt.Count(t.AboveInputTokens), t.Input.USDFine(), t.Output.USDFine()))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -88,7 +89,7 @@ func pricesText(e env, at time.Time, list []pricing.Model) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Provider, m.ID, p.EffectiveFrom.Format("2006-01-02"),
-			usd(p.Input), usd(p.Output), usd(p.CacheWrite5m), usd(p.CacheWrite1h), usd(p.CacheRead), batchText(p), tiersText(p), next)
+			p.Input.USDFine(), p.Output.USDFine(), p.CacheWrite5m.USDFine(), p.CacheWrite1h.USDFine(), p.CacheRead.USDFine(), batchText(p), tiersText(p), next)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -122,15 +123,15 @@ func modelText(e env, m pricing.Model) error {
 			rows = append(rows, struct {
 				name string
 				r    pricing.Rates
-			}{fmt.Sprintf("input > %s", tokens(t.AboveInputTokens)), t.Rates})
+			}{fmt.Sprintf("input > %s", numfmt.Count(t.AboveInputTokens)), t.Rates})
 		}
 		for _, row := range rows {
 			reasoning := "as output"
 			if row.r.Reasoning != nil {
-				reasoning = usd(*row.r.Reasoning)
+				reasoning = row.r.Reasoning.USDFine()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.name, usd(row.r.Input), usd(row.r.Output),
-				usd(row.r.CacheWrite5m), usd(row.r.CacheWrite1h), usd(row.r.CacheRead), reasoning)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.name, row.r.Input.USDFine(), row.r.Output.USDFine(),
+				row.r.CacheWrite5m.USDFine(), row.r.CacheWrite1h.USDFine(), row.r.CacheRead.USDFine(), reasoning)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -72,7 +72,7 @@ func runBudget(ctx context.Context, fs *flag.FlagSet, o *app.Options, args []str
 		if budget == nil {
 			fmt.Fprintf(stdout, "project %s has no monthly budget\n", *project)
 		} else {
-			fmt.Fprintf(stdout, "project %s: monthly budget $%s\n", *project, budget.Round(2))
+			fmt.Fprintf(stdout, "project %s: monthly budget %s\n", *project, budget.USD())
 		}
 		return nil
 	})

@@ -46,7 +46,7 @@ func TestRollupsAndBudgetCommands(t *testing.T) {
 		check func() bool
 	}{
 		// Sets the budget in exact nano-dollars.
-		{"budget", []string{"budget", "set", "--project", "acme", "--usd", "1250.50"}, false, "monthly budget $1250.50",
+		{"budget", []string{"budget", "set", "--project", "acme", "--usd", "1250.50"}, false, "monthly budget $1,250.50",
 			func() bool { b := budget(); return b != nil && *b == 1_250_500_000_000 }},
 		// Needs an amount or --clear, not both.
 		{"budget without amount", []string{"budget", "set", "--project", "acme"}, true, "", nil},

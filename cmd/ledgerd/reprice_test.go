@@ -71,7 +71,7 @@ func TestReprice(t *testing.T) {
 		{"dry run", []string{"--from", "2026-11-02", "--to", "2026-11-04", "--dry-run"},
 			[]string{"Dry run, nothing written: would reprice attempts that started in [2026-11-02T05:00:00Z, 2026-11-04T05:00:00Z).",
 				"Examined 2 attempts; changed 2: 0 newly priced, 0 newly unpriced, 0 unpriced now.",
-				"Cost of the priced attempts: $0.000075600 before, $0.000151200 after (+$0.000075600)."}, nil},
+				"Cost of the priced attempts: $0.0000756 before, $0.0001512 after (+$0.0000756)."}, nil},
 		// The same, written, with the reminder to restart the servers.
 		{"write", []string{"--from", "2026-11-02", "--to", "2026-11-04"},
 			[]string{"Repriced attempts that started in [2026-11-02T05:00:00Z, 2026-11-04T05:00:00Z).",

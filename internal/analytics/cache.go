@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 )
@@ -242,17 +243,17 @@ func explain(r *CacheRow) string {
 	var b strings.Builder
 	switch {
 	case r.PromptHash != nil:
-		fmt.Fprintf(&b, "prompt_hash %s was written to the cache by %d calls and never read back: the provider sees a different prefix every time, so something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, outside what the hash covers, or calls come further apart than the cache lifetime.",
-			*r.PromptHash, r.CacheWriteCalls)
+		fmt.Fprintf(&b, "prompt_hash %s was written to the cache by %s calls and never read back: the provider sees a different prefix every time, so something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, outside what the hash covers, or calls come further apart than the cache lifetime.",
+			*r.PromptHash, numfmt.Count(r.CacheWriteCalls))
 	case r.PromptHashes*10 >= r.Calls*9:
-		fmt.Fprintf(&b, "%d calls wrote %d tokens to the cache and none was read back, and the calls carried %d different prompt_hash values: something that changes on every call (a timestamp, a request id, a user name) sits before the cached part of the prompt. Move it after the cache breakpoint.",
-			r.CacheWriteCalls, r.CacheWriteTokens, r.PromptHashes)
+		fmt.Fprintf(&b, "%s calls wrote %s tokens to the cache and none was read back, and the calls carried %s different prompt_hash values: something that changes on every call (a timestamp, a request id, a user name) sits before the cached part of the prompt. Move it after the cache breakpoint.",
+			numfmt.Count(r.CacheWriteCalls), numfmt.Count(r.CacheWriteTokens), numfmt.Count(r.PromptHashes))
 	default:
-		fmt.Fprintf(&b, "%d calls wrote %d tokens to the cache and none was read back: something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, or calls come further apart than the cache lifetime.",
-			r.CacheWriteCalls, r.CacheWriteTokens)
+		fmt.Fprintf(&b, "%s calls wrote %s tokens to the cache and none was read back: something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, or calls come further apart than the cache lifetime.",
+			numfmt.Count(r.CacheWriteCalls), numfmt.Count(r.CacheWriteTokens))
 	}
 	if r.SavingsUSD != nil && *r.SavingsUSD < 0 {
-		fmt.Fprintf(&b, " Caching cost $%s more than not caching.", (-*r.SavingsUSD).Round(4))
+		fmt.Fprintf(&b, " Caching cost %s more than not caching.", (-*r.SavingsUSD).USDFine())
 	}
 	return b.String()
 }

@@ -26,10 +26,10 @@ import (
 )
 
 // GCPercent is the garbage collector's target the ledgerd command runs with when GOGC is not set.
-// ledgerd's live heap is small and bounded by the writer's queue, so trading memory for less
-// collection raises ingest throughput on small machines: at 400, a thousand records a request cost
-// ledgerd a third less CPU per record than at Go's default 100 (5.8 against 8.6-8.9 µs), for a
-// resident high-water mark of 110 MB instead of 56 MB. The benchmarks in drills run with it too.
+// ledgerd's live heap is small and bounded by the writer's queue, so collecting less often than Go's
+// default (100) trades some resident memory for less CPU per ingested record, which is what limits
+// ingest on a small machine (docs/performance.md has the measurement). The benchmarks in drills run
+// with it too, so they measure ledgerd as the command runs it.
 const GCPercent = 400
 
 // Options configures one ledgerd process. The zero value of each field is its default.

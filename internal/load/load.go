@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/ingest"
+	"github.com/ledgerd/ledgerd/internal/backoff"
 	"github.com/ledgerd/ledgerd/internal/retryafter"
 	"github.com/ledgerd/ledgerd/internal/synth"
 	"github.com/ledgerd/ledgerd/schema"
@@ -220,7 +221,7 @@ func (r *runner) dispatch(ctx context.Context, start time.Time, out chan<- batch
 		}
 		if r.opt.Rate > 0 {
 			due := start.Add(time.Duration(float64(sent) / r.opt.Rate * float64(time.Second)))
-			if !sleep(ctx, due.Sub(r.opt.Now())) {
+			if backoff.Sleep(ctx, due.Sub(r.opt.Now())) != nil {
 				break
 			}
 		}
@@ -284,20 +285,6 @@ func (r *runner) dispatch(ctx context.Context, start time.Time, out chan<- batch
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // post sends one batch until it is acknowledged, refused, or given up on.
 func (r *runner) post(ctx context.Context, b batch) {
 	body, err := r.encode(b.recs)
@@ -323,19 +310,17 @@ func (r *runner) post(ctx context.Context, b batch) {
 			return
 		}
 		if wait == 0 {
-			wait = backoff(try)
+			wait = retryBackoff.Wait(try + 1)
 		}
-		if r.opt.Now().Add(wait).Sub(first) > r.opt.GiveUp || !sleep(ctx, wait) {
+		if r.opt.Now().Add(wait).Sub(first) > r.opt.GiveUp || backoff.Sleep(ctx, wait) != nil {
 			r.failed.Add(int64(len(b.recs) - b.extra))
 			return
 		}
 	}
 }
 
-func backoff(try int) time.Duration {
-	d := 100 * time.Millisecond << min(try, 4)
-	return d/2 + time.Duration(rand.Int64N(int64(d)))
-}
+// retryBackoff spaces the retries of a batch that ledgerd answered without a Retry-After.
+var retryBackoff = backoff.Exponential{Min: 100 * time.Millisecond, Max: 1600 * time.Millisecond}
 
 func (r *runner) encode(recs []schema.Attempt) ([]byte, error) {
 	raw, err := json.Marshal(recs)

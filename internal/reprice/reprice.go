@@ -52,6 +52,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
@@ -449,9 +450,10 @@ func (rep Report) WriteText(w io.Writer) error {
 	}
 	t := rep.Totals
 	fmt.Fprintf(w, "%s attempts%s that started in [%s, %s).\n", verb, scope, rep.From.Format(time.RFC3339), rep.To.Format(time.RFC3339))
-	fmt.Fprintf(w, "Examined %d attempts; changed %d: %d newly priced, %d newly unpriced, %d unpriced now.\n",
-		t.Attempts, t.Changed, t.NewlyPriced, t.NewlyUnpriced, t.Unpriced)
-	fmt.Fprintf(w, "Cost of the priced attempts: %s before, %s after (%s).\n", usd(t.Before), usd(t.After), signed(t.Delta))
+	fmt.Fprintf(w, "Examined %s attempts; changed %s: %s newly priced, %s newly unpriced, %s unpriced now.\n",
+		numfmt.Count(t.Attempts), numfmt.Count(t.Changed), numfmt.Count(t.NewlyPriced), numfmt.Count(t.NewlyUnpriced),
+		numfmt.Count(t.Unpriced))
+	fmt.Fprintf(w, "Cost of the priced attempts: %s before, %s after (%s).\n", t.Before.USDFine(), t.After.USDFine(), signed(t.Delta))
 	if len(rep.Models) == 0 {
 		return nil
 	}
@@ -459,22 +461,17 @@ func (rep Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROVIDER\tMODEL\tATTEMPTS\tCHANGED\tNEWLY PRICED\tNEWLY UNPRICED\tUNPRICED\tBEFORE\tAFTER\tDELTA")
 	for _, m := range rep.Models {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", m.Provider, m.Model, m.Attempts, m.Changed,
-			m.NewlyPriced, m.NewlyUnpriced, m.Unpriced, usd(m.Before), usd(m.After), signed(m.Delta))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Provider, m.Model, numfmt.Count(m.Attempts),
+			numfmt.Count(m.Changed), numfmt.Count(m.NewlyPriced), numfmt.Count(m.NewlyUnpriced), numfmt.Count(m.Unpriced),
+			m.Before.USDFine(), m.After.USDFine(), signed(m.Delta))
 	}
 	return tw.Flush()
 }
 
-func usd(n money.Nanos) string {
-	if n < 0 {
-		return "-$" + (-n).String()
-	}
-	return "$" + n.String()
-}
-
+// signed writes a change of cost with its sign, "+" for a rise or none, "-" for a fall.
 func signed(n money.Nanos) string {
 	if n < 0 {
-		return usd(n)
+		return n.USDFine()
 	}
-	return "+" + usd(n)
+	return "+" + n.USDFine()
 }

@@ -441,12 +441,12 @@ func TestReport(t *testing.T) {
 	}
 	wantText := `Repriced attempts that started in [2026-11-02T09:00:00Z, 2026-11-02T10:00:00Z).
 Examined 3 attempts; changed 3: 1 newly priced, 1 newly unpriced, 1 unpriced now.
-Cost of the priced attempts: $0.001237800 before, $0.004575600 after (+$0.003337800).
+Cost of the priced attempts: $0.001238 before, $0.004576 after (+$0.003338).
 
-PROVIDER   MODEL             ATTEMPTS  CHANGED  NEWLY PRICED  NEWLY UNPRICED  UNPRICED  BEFORE        AFTER         DELTA
-acme       new-llm           1         1        1             0               0         $0.000000000  $0.004500000  +$0.004500000
-acme       old-llm           1         1        0             1               1         $0.001200000  $0.000000000  -$0.001200000
-anthropic  claude-haiku-5-5  1         1        0             0               0         $0.000037800  $0.000075600  +$0.000037800
+PROVIDER   MODEL             ATTEMPTS  CHANGED  NEWLY PRICED  NEWLY UNPRICED  UNPRICED  BEFORE      AFTER       DELTA
+acme       new-llm           1         1        1             0               0         $0.00       $0.0045     +$0.0045
+acme       old-llm           1         1        0             1               1         $0.0012     $0.00       -$0.0012
+anthropic  claude-haiku-5-5  1         1        0             0               0         $0.0000378  $0.0000756  +$0.0000378
 `
 	if buf.String() != wantText {
 		t.Errorf("text:\n%s\nwant:\n%s", buf.String(), wantText)

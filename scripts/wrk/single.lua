@@ -6,7 +6,7 @@
 -- acknowledgement latency at a given load rather than at saturation.
 --
 -- wrk (C, one event loop a thread) costs less than half the CPU per request of a Go net/http
--- client (35 against 84 µs, perf), and the client shares the cores with ledgerd and PostgreSQL
+-- client (docs/performance.md), and the client shares the cores with ledgerd and PostgreSQL
 -- here. Its calls are synth's default services with their primary models and weights (an
 -- operation or two each, 6 tenants, 3% errors, most with a prompt hash and cache use, 5% for a
 -- model without a price), so that a commit sums records of many series and prices them as
