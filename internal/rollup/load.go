@@ -1,18 +1,18 @@
-// The load rollup: how many requests and tokens each organization, provider,
-// model and service sent per minute, how many were refused with a 429, and the lowest rate-limit
-// headroom the provider reported; and, from it, each day's peak minute per grouping. The peak-load
-// questions read it (GET /v1/peaks, the Load page, the headroom alert); the writer, the fold and a
-// rebuild build their statements from the definitions here.
+// The load rollup: how many requests and tokens each organization, provider, model and service
+// sent per minute, how many were refused with a 429, and the lowest rate-limit headroom the
+// provider reported; and, from it, each day's peak minute per grouping. The peak-load questions
+// read it (GET /v1/peaks, the Load page, the headroom alert); the writer, the fold and a rebuild
+// build their statements from the definitions here.
 //
 // # Tables (migration 00031)
 //
-// rollup_load_minute is keyed by project, UTC minute (bucket), org (empty for none), provider, model
-// and service: requests (attempts: every HTTP attempt counts against a provider's request limit,
-// retries and 429s included), rate_limited (attempts answered 429 or classed rate_limited),
-// input_tokens (all input: uncached, cache writes and cache reads), output_tokens, and for each
-// limit (LoadLimits) the lowest headroom reported in the minute as the pair X_remaining, X_limit
-// (NULL when no attempt reported it). The lowest headroom is the smallest remaining ÷ limit; of
-// equal shares, the larger limit's (headroomBelow).
+// rollup_load_minute is keyed by project, UTC minute (bucket), org (empty for none), provider,
+// model and service: requests (attempts: every HTTP attempt counts against a provider's request
+// limit, retries and 429s included), rate_limited (attempts answered 429 or classed
+// rate_limited), input_tokens (all input: uncached, cache writes and cache reads), output_tokens,
+// and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
+// X_remaining, X_limit (NULL when no attempt reported it). The lowest headroom is the smallest
+// remaining ÷ limit; of equal shares, the larger limit's (SQL headroom_below).
 //
 // rollup_load_peaks holds, per project, local day and group of every grouping of org, provider,
 // model and service (keep: a bit each, org 8, provider 4, model 2, service 1; the columns a group
@@ -21,11 +21,11 @@
 // headroom of the day. The peak of a sum is not the sum of peaks: each grouping's peak is found
 // from the minute sums of that grouping.
 //
-// An ingest commit adds its deltas to pending_load_minute (with the local day of each minute); the
-// fold (LoadFoldSQL, in Fold) adds them to rollup_load_minute, then recounts every grouping at the minutes it
-// touched and raises the day's peaks where they are passed. Sums only grow and the minimum headroom
-// only falls as records arrive, so the peaks a fold keeps are those a recount from scratch finds
-// (LoadRebuildSQL, in RebuildSteps).
+// An ingest commit adds its deltas to pending_load_minute (with the local day of each minute);
+// the fold (LoadFoldSQL, in Fold) adds them to rollup_load_minute, then recounts every grouping at
+// the minutes it touched and raises the day's peaks where they are passed. Sums only grow and the
+// lowest headroom only falls as records arrive, so the peaks a fold keeps are those a recount from
+// scratch finds (LoadRebuildSQL, in RebuildSteps).
 
 package rollup
 
@@ -110,8 +110,8 @@ func fromAttempts(l string) (string, string) {
 // fromRollup names a load rollup row's headroom columns.
 func fromRollup(l string) (string, string) { return l + "_remaining", l + "_limit" }
 
-// loadSelect is the select list that counts attempts rows (joined to series s) into load rows:
-// key, then LoadCols; bucketExpr is the bucket's expression and extra items follow the key.
+// loadSelect is the select list that counts attempts rows a (joined to series s) into load rows:
+// the key, the extra items, then LoadCols.
 func loadSelect(extra ...string) string {
 	items := []string{"a.project_id", MinuteBucketExpr, "coalesce(a.org, '')", "s.provider", "s.model", "s.service"}
 	items = append(items, extra...)
@@ -133,7 +133,7 @@ func loadPendingFrom(src, tz string) string {
 		INSERT INTO pending_load_minute (%[1]s, day, %[2]s)
 		SELECT %[3]s FROM %[4]s a %[5]s GROUP BY 1, 2, 3, 4, 5, 6, 7
 	)`, strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "),
-		loadSelect("(started_at AT TIME ZONE "+tz+")::date"), src, seriesJoin)
+		loadSelect(DayBucketExpr(tz)), src, seriesJoin)
 }
 
 // keepExpr is a grouping's keep mask under GROUP BY CUBE (org, provider, model, service).
@@ -259,8 +259,7 @@ var LoadFoldSQL = func() string {
 var LoadRebuildSQL = func() [4]string {
 	days := "(SELECT r.*, (r.bucket AT TIME ZONE $1)::date AS day FROM rollup_load_minute r) %s"
 	return [4]string{
-		`DELETE FROM rollup_load_minute m WHERE EXISTS (SELECT 1 FROM unnest($1::timestamptz[], $2::timestamptz[]) AS c(lo, hi)
-			WHERE m.bucket >= c.lo AND m.bucket < c.hi)`,
+		`DELETE FROM rollup_load_minute m WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "m.bucket") + `)`,
 		fmt.Sprintf(`INSERT INTO rollup_load_minute (%s, %s) SELECT %s FROM attempts a %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`,
 			strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "), loadSelect(), seriesJoin),
 		`DELETE FROM rollup_load_peaks`,
