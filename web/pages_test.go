@@ -95,6 +95,8 @@ func TestPageFigures(t *testing.T) {
 		{name: "headroom at the 429", path: loadPage("2026-11-10"), testid: "headroom-requests", want: "0 of 50 left (0.0%)"},
 		{name: "bucket of the week", path: loadPage("2026-11-20"), table: "buckets", row: "acme-prod · anthropic / claude-sonnet-5-5", col: "headroom-requests", want: "3 of 50 left (6.0%)"},
 		{name: "bucket without an org", path: loadPage("2026-11-20"), table: "buckets", row: "(no org) · anthropic / claude-sonnet-5-5", col: "peak", want: "1"},
+		{name: "a week without load", path: "/load?day=2026-01-10", testid: "bucket", want: "No load in the week to 2026-01-10"},
+		{name: "the week's busiest bucket when none is chosen", path: "/load?day=2026-11-20", testid: "bucket", want: "(no org) · acme / acme-llm-2-preview on 2026-11-20"},
 
 		// Prices: catalog in force and unpriced models seen.
 		{name: "unpriced model seen", path: "/prices", table: "unpriced-models", row: "acme/acme-llm-2-preview", col: "attempts", want: "3"},
