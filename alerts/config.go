@@ -35,9 +35,16 @@ const (
 	KindCacheBroken Kind = "cache_broken"
 	// KindMonthlyBudget fires when the month's projected spend passes the budget.
 	KindMonthlyBudget Kind = "monthly_budget"
+	// KindHeadroom fires when an organization runs close to its provider's rate limits: the
+	// remaining share the provider reported drops below a threshold on some minute, or the
+	// requests or tokens of some minute reach a share of the reported limit.
+	KindHeadroom Kind = "headroom"
+	// KindErrors fires at once on error classes that retrying cannot fix and someone must act on
+	// (a spent quota, a revoked key).
+	KindErrors Kind = "errors"
 )
 
-var kinds = []Kind{KindDailySpend, KindAttemptsPerCall, KindCacheBroken, KindMonthlyBudget}
+var kinds = []Kind{KindDailySpend, KindAttemptsPerCall, KindCacheBroken, KindMonthlyBudget, KindHeadroom, KindErrors}
 
 // Config is the alerting part of ledgerd's configuration file: how often to evaluate, the rules,
 // and where to send.
@@ -95,6 +102,17 @@ type Rule struct {
 	BudgetUSD money.Nanos
 	// Service limits monthly_budget to one service's spend (all services).
 	Service string
+	// MinHeadroom is the reported remaining share (remaining over limit) below which headroom
+	// fires (0.1).
+	MinHeadroom *big.Rat
+	// MaxLoad is the share of a reported limit that one minute's requests or tokens may reach
+	// before headroom fires (0.9).
+	MaxLoad *big.Rat
+	// Classes are the error classes errors fires on (quota_exhausted, auth_error,
+	// permission_error).
+	Classes []string
+	// MinCount is the fewest attempts of those classes in the window for errors to fire (1).
+	MinCount int64
 
 	line int // where the rule starts in the file, for errors found after parsing
 }
@@ -157,7 +175,24 @@ const (
 	DefaultTimeout          = 10 * time.Second
 	DefaultMaxAttempts      = 5
 	DefaultMaxRetryTime     = time.Minute
+	DefaultHeadroomWindow   = 15 * time.Minute
+	DefaultErrorsWindow     = 15 * time.Minute
+	DefaultMinCount         = 1
 )
+
+// DefaultMinHeadroom is headroom's default threshold on the reported remaining share, 10%.
+func DefaultMinHeadroom() *big.Rat { return big.NewRat(1, 10) }
+
+// DefaultMaxLoad is headroom's default threshold on one minute's load over the limit, 90%.
+func DefaultMaxLoad() *big.Rat { return big.NewRat(9, 10) }
+
+// DefaultClasses are the classes errors fires on when a rule names none: retrying cannot fix them
+// and someone must act (pay, renew a key, grant access).
+func DefaultClasses() []string { return []string{"quota_exhausted", "auth_error", "permission_error"} }
+
+// errorClasses are the classes errors may name: every class the record contract has.
+var errorClasses = []string{"bad_request", "auth_error", "permission_error", "not_found", "request_too_large",
+	"rate_limited", "quota_exhausted", "timeout", "connection_error", "server_error", "overloaded", "cancelled", "unknown"}
 
 // DefaultThreshold is attempts_per_call's default threshold, 1.5 attempts per logical call.
 func DefaultThreshold() *big.Rat { return big.NewRat(3, 2) }
@@ -178,6 +213,8 @@ var defaultGroupBy = map[Kind][]string{
 	KindAttemptsPerCall: {"service", "operation", "model"},
 	KindCacheBroken:     {"service", "operation", "model"},
 	KindMonthlyBudget:   {},
+	KindHeadroom:        {"org", "provider", "model"},
+	KindErrors:          {"provider", "org", "service"},
 }
 
 // groupable lists the fields each kind may group by.
@@ -186,11 +223,15 @@ var groupable = map[Kind][]string{
 	KindAttemptsPerCall: {"service", "operation", "model", "provider", "tenant"},
 	KindCacheBroken:     {"service", "operation", "model", "provider", "tenant", "prompt_hash"},
 	KindMonthlyBudget:   {},
+	// A rate limit is the organization's, per model: a scope narrower than that has no limit of
+	// its own.
+	KindHeadroom: {"org", "provider", "model"},
+	KindErrors:   {"service", "operation", "model", "provider", "tenant", "org", "error_class"},
 }
 
 // reservedLabels are set by ledgerd on every alert; a rule's labels may not name them.
 var reservedLabels = []string{"alertname", "project", "kind", "severity", "service", "operation",
-	"model", "provider", "tenant", "prompt_hash"}
+	"model", "provider", "tenant", "prompt_hash", "org", "error_class"}
 
 func withDefaults(r Rule) Rule {
 	if r.Severity == "" {
@@ -220,6 +261,26 @@ func withDefaults(r Rule) Rule {
 	case KindDailySpend:
 		if r.ProjectionAfter == 0 {
 			r.ProjectionAfter = DefaultProjectionAfter
+		}
+	case KindHeadroom:
+		if r.Window == 0 {
+			r.Window = DefaultHeadroomWindow
+		}
+		if r.MinHeadroom == nil {
+			r.MinHeadroom = DefaultMinHeadroom()
+		}
+		if r.MaxLoad == nil {
+			r.MaxLoad = DefaultMaxLoad()
+		}
+	case KindErrors:
+		if r.Window == 0 {
+			r.Window = DefaultErrorsWindow
+		}
+		if r.Classes == nil {
+			r.Classes = DefaultClasses()
+		}
+		if r.MinCount == 0 {
+			r.MinCount = DefaultMinCount
 		}
 	}
 	return r
@@ -361,13 +422,15 @@ var ruleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // ruleKeys lists every key a rule may have; keysOf says which of them each kind accepts.
 var ruleKeys = []string{"name", "kind", "project", "for", "severity", "labels", "receivers", "group_by",
 	"window", "threshold", "min_requests", "min_calls", "threshold_usd", "projection", "projection_after",
-	"budget_usd", "service"}
+	"budget_usd", "service", "min_headroom", "max_load", "classes", "min_count"}
 
 var kindKeys = map[Kind][]string{
 	KindDailySpend:      {"threshold_usd", "projection", "projection_after", "group_by"},
 	KindAttemptsPerCall: {"window", "threshold", "min_requests", "group_by"},
 	KindCacheBroken:     {"window", "min_calls", "group_by"},
 	KindMonthlyBudget:   {"budget_usd", "service"},
+	KindHeadroom:        {"window", "min_headroom", "max_load", "group_by"},
+	KindErrors:          {"window", "classes", "min_count", "group_by"},
 }
 
 var commonRuleKeys = []string{"name", "kind", "project", "for", "severity", "labels", "receivers"}
@@ -393,7 +456,7 @@ func parseRule(n *yaml.Node, i int) (Rule, error) {
 	}
 	r.Kind = Kind(kind)
 	if !slices.Contains(kinds, r.Kind) {
-		return r, errAt(n, "%s: kind must be one of daily_spend, attempts_per_call, cache_broken, monthly_budget (got %q)", where, kind)
+		return r, errAt(n, "%s: kind must be one of daily_spend, attempts_per_call, cache_broken, monthly_budget, headroom, errors (got %q)", where, kind)
 	}
 	allowed := append(slices.Clone(commonRuleKeys), kindKeys[r.Kind]...)
 	for _, k := range ruleKeys {
@@ -414,6 +477,9 @@ func parseRule(n *yaml.Node, i int) (Rule, error) {
 		m.duration("projection_after", &r.ProjectionAfter),
 		m.usd("budget_usd", &r.BudgetUSD),
 		m.str("service", &r.Service),
+		m.ratio("min_headroom", &r.MinHeadroom),
+		m.ratio("max_load", &r.MaxLoad),
+		m.count("min_count", &r.MinCount),
 	}
 	if err := firstErr(steps); err != nil {
 		return r, err
@@ -434,6 +500,18 @@ func parseRule(n *yaml.Node, i int) (Rule, error) {
 		return r, err
 	}
 	var ok bool
+	if r.Classes, ok, err = m.list("classes"); err != nil {
+		return r, err
+	} else if ok {
+		if len(r.Classes) == 0 {
+			return r, errAt(m.value("classes"), "%s: classes must name at least one error class", where)
+		}
+		for _, c := range r.Classes {
+			if !slices.Contains(errorClasses, c) {
+				return r, errAt(m.value("classes"), "%s: classes: %q is not one of %s", where, c, strings.Join(errorClasses, ", "))
+			}
+		}
+	}
 	if r.GroupBy, ok, err = m.list("group_by"); err != nil {
 		return r, err
 	}
@@ -466,6 +544,21 @@ func parseRule(n *yaml.Node, i int) (Rule, error) {
 		}
 		if r.Threshold != nil && (r.Threshold.Cmp(big.NewRat(1, 1)) < 0 || r.Threshold.Cmp(big.NewRat(10_000, 1)) > 0) {
 			return r, errAt(m.value("threshold"), "%s: threshold is attempts per logical call and must be from 1 to 10000", where)
+		}
+	case KindHeadroom, KindErrors:
+		// headroom reads a minute rollup, errors the raw attempts: their windows are whole minutes,
+		// at most a day and an hour.
+		longest := map[Kind]time.Duration{KindHeadroom: 24 * time.Hour, KindErrors: time.Hour}[r.Kind]
+		if m.has("window") && (r.Window < time.Minute || r.Window > longest || r.Window%time.Minute != 0) {
+			return r, errAt(m.value("window"), "%s: window must be whole minutes from 1m to %s", where, human(longest))
+		}
+		for _, s := range []struct {
+			key string
+			v   *big.Rat
+		}{{"min_headroom", r.MinHeadroom}, {"max_load", r.MaxLoad}} {
+			if s.v != nil && (s.v.Sign() <= 0 || s.v.Cmp(big.NewRat(1, 1)) > 0) {
+				return r, errAt(m.value(s.key), "%s: %s is a share of the limit and must be more than 0 and at most 1 (0.1 is 10%%)", where, s.key)
+			}
 		}
 	}
 	return withDefaults(r), nil

@@ -72,6 +72,38 @@ func TestParseTaskConfig(t *testing.T) {
 	}
 }
 
+// TestParseNewKinds checks the headroom and errors rules as written and with their defaults.
+func TestParseNewKinds(t *testing.T) {
+	t.Parallel()
+	cfg, err := alerts.Parse([]byte(`alerts:
+  rules:
+    - {name: headroom, kind: headroom}
+    - {name: near-limit, kind: headroom, window: 5m, min_headroom: "0.05", max_load: 1, group_by: [org]}
+    - {name: act-now, kind: errors}
+    - {name: keys, kind: errors, window: 1h, classes: [auth_error], min_count: 3, group_by: [service, org]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, n, e, k := cfg.Rules[0], cfg.Rules[1], cfg.Rules[2], cfg.Rules[3]
+	if h.Window != 15*time.Minute || h.MinHeadroom.Cmp(big.NewRat(1, 10)) != 0 || h.MaxLoad.Cmp(big.NewRat(9, 10)) != 0 ||
+		!slices.Equal(h.GroupBy, []string{"org", "provider", "model"}) || h.For != 0 {
+		t.Errorf("headroom defaults %+v", h)
+	}
+	if n.Window != 5*time.Minute || n.MinHeadroom.Cmp(big.NewRat(1, 20)) != 0 || n.MaxLoad.Cmp(big.NewRat(1, 1)) != 0 ||
+		!slices.Equal(n.GroupBy, []string{"org"}) {
+		t.Errorf("headroom rule %+v", n)
+	}
+	if e.Window != 15*time.Minute || !slices.Equal(e.Classes, []string{"quota_exhausted", "auth_error", "permission_error"}) ||
+		e.MinCount != 1 || !slices.Equal(e.GroupBy, []string{"provider", "org", "service"}) {
+		t.Errorf("errors defaults %+v", e)
+	}
+	if k.Window != time.Hour || !slices.Equal(k.Classes, []string{"auth_error"}) || k.MinCount != 3 ||
+		!slices.Equal(k.GroupBy, []string{"service", "org"}) {
+		t.Errorf("errors rule %+v", k)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -114,7 +146,7 @@ func TestParseErrors(t *testing.T) {
 			`line 1: configuration: unknown key "alert" (known keys: alerts, receivers)`},
 		// A misspelt rule option is not silently ignored.
 		{"unknown rule key", rule(`{name: r, kind: attempts_per_call, treshold: 2}`),
-			`line 3: rules[0]: unknown key "treshold" (known keys: name, kind, project, for, severity, labels, receivers, group_by, window, threshold, min_requests, min_calls, threshold_usd, projection, projection_after, budget_usd, service)`},
+			`line 3: rules[0]: unknown key "treshold" (known keys: name, kind, project, for, severity, labels, receivers, group_by, window, threshold, min_requests, min_calls, threshold_usd, projection, projection_after, budget_usd, service, min_headroom, max_load, classes, min_count)`},
 		// An option of another kind is refused, saying what this kind takes.
 		{"option of another kind", rule(`{name: d, kind: daily_spend, threshold_usd: "5", min_calls: 3}`),
 			`line 3: rule "d": min_calls does not apply to kind daily_spend (it takes: threshold_usd, projection, projection_after, group_by)`},
@@ -135,7 +167,26 @@ func TestParseErrors(t *testing.T) {
 		{"min_requests zero", rule(`{name: r, kind: attempts_per_call, min_requests: 0}`),
 			`line 3: rule "r": min_requests: "0" is not a whole number from 1 to 1000000000`},
 		{"unknown kind", rule(`{name: r, kind: spend}`),
-			`line 3: rule "r": kind must be one of daily_spend, attempts_per_call, cache_broken, monthly_budget (got "spend")`},
+			`line 3: rule "r": kind must be one of daily_spend, attempts_per_call, cache_broken, monthly_budget, headroom, errors (got "spend")`},
+		// A headroom threshold is a share of the limit, not a percentage.
+		{"headroom as a percentage", rule(`{name: h, kind: headroom, min_headroom: 10}`),
+			`line 3: rule "h": min_headroom is a share of the limit and must be more than 0 and at most 1 (0.1 is 10%)`},
+		{"max_load zero", rule(`{name: h, kind: headroom, max_load: 0}`),
+			`line 3: rule "h": max_load is a share of the limit and must be more than 0 and at most 1 (0.1 is 10%)`},
+		// A limit belongs to an organization and model: a service has none of its own.
+		{"headroom per service", rule(`{name: h, kind: headroom, group_by: [service]}`),
+			`line 3: rule "h": group_by: "service" is not one of org, provider, model`},
+		{"headroom window not whole minutes", rule(`{name: h, kind: headroom, window: 90s}`),
+			`line 3: rule "h": window must be whole minutes from 1m to 24h`},
+		// errors reads raw attempts: an hour at most.
+		{"errors window too long", rule(`{name: e, kind: errors, window: 2h}`),
+			`line 3: rule "e": window must be whole minutes from 1m to 1h`},
+		{"unknown error class", rule(`{name: e, kind: errors, classes: [quota]}`),
+			`line 3: rule "e": classes: "quota" is not one of bad_request, auth_error, permission_error, not_found, request_too_large, rate_limited, quota_exhausted, timeout, connection_error, server_error, overloaded, cancelled, unknown`},
+		{"no error class", rule(`{name: e, kind: errors, classes: []}`),
+			`line 3: rule "e": classes must name at least one error class`},
+		{"classes on headroom", rule(`{name: h, kind: headroom, classes: [auth_error]}`),
+			`line 3: rule "h": classes does not apply to kind headroom (it takes: window, min_headroom, max_load, group_by)`},
 		{"bad name", rule(`{name: "two words", kind: cache_broken}`),
 			`line 3: rules[0]: name must be 1 to 64 letters, digits, '.', '_' or '-' (got "two words")`},
 		{"duplicate rule", "alerts:\n  rules:\n    - {name: r, kind: cache_broken}\n    - {name: r, kind: cache_broken}\n",
@@ -239,6 +290,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("alerts: {interval: &a 1m, resend_interval: *a}\n"))
 	f.Add([]byte("receivers:\n  - {name: x, webhook: {url_file: /dev/zero, bearer_token: t}}\n"))
 	f.Add([]byte("{alerts: {rules: [{name: b, kind: monthly_budget, service: s, for: 7d}]}}"))
+	f.Add([]byte("alerts:\n  rules:\n    - {name: h, kind: headroom, window: 5m, min_headroom: 0.05, max_load: 1, group_by: [org]}\n    - {name: e, kind: errors, classes: [auth_error], min_count: 3}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := alerts.Parse(data)
 		if err != nil {
@@ -278,6 +330,14 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("rule %+v", r)
 				}
 			case alerts.KindMonthlyBudget:
+			case alerts.KindHeadroom:
+				if r.Window < time.Minute || r.MinHeadroom == nil || r.MaxLoad == nil || r.MinHeadroom.Sign() <= 0 {
+					t.Fatalf("rule %+v", r)
+				}
+			case alerts.KindErrors:
+				if r.Window < time.Minute || r.Window > time.Hour || len(r.Classes) == 0 || r.MinCount < 1 {
+					t.Fatalf("rule %+v", r)
+				}
 			default:
 				t.Fatalf("rule %+v", r)
 			}

@@ -97,7 +97,7 @@ func (l *ledger) reset(t testing.TB, tz *time.Location) {
 		t.Fatal(err)
 	}
 	if _, err := l.st.Pool.Exec(ctx, `TRUNCATE attempts, rollup_hourly, rollup_daily, rollup_cache_hourly,
-		alert_state, alert_notifications, alert_history, alert_receivers`); err != nil {
+		rollup_load_minute, rollup_load_peaks, alert_state, alert_notifications, alert_history, alert_receivers`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.st.Pool.Exec(ctx, `UPDATE projects SET monthly_budget_nanos = NULL`); err != nil {
@@ -121,6 +121,9 @@ type call struct {
 	cacheRead  int64
 	promptHash string
 	tenant     string
+	org        string
+	limits     *schema.RateLimits // reported on every attempt
+	fail       bool               // the last attempt fails too
 }
 
 // add submits calls through the real writer, into project p (the ledger's own when zero).
@@ -139,8 +142,8 @@ func (l *ledger) add(t testing.TB, p store.Project, calls ...call) {
 				Provider: "anthropic", Model: or(c.model, "claude-haiku-5-5"), Service: or(c.service, "router"),
 				Operation: or(c.operation, "classify"), Tenant: c.tenant, Status: schema.StatusOK,
 				InputTokens: c.input, OutputTokens: c.output, CacheWriteTokens: c.cacheWrite,
-				CacheReadTokens: c.cacheRead, PromptHash: c.promptHash}
-			if i < n {
+				CacheReadTokens: c.cacheRead, PromptHash: c.promptHash, Org: c.org, RateLimits: c.limits}
+			if i < n || c.fail {
 				a.Status, a.ErrorClass = schema.StatusError, c.class
 				if a.ErrorClass == "" {
 					a.ErrorClass = schema.ErrorRateLimited

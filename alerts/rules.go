@@ -28,7 +28,7 @@ type sample struct {
 
 // seriesFields are the series columns (and prompt hash) a rule groups by.
 type seriesFields struct {
-	service, operation, model, provider, tenant, promptHash string
+	service, operation, model, provider, tenant, promptHash, org, errorClass string
 }
 
 func (f seriesFields) get(name string) string {
@@ -43,6 +43,10 @@ func (f seriesFields) get(name string) string {
 		return f.provider
 	case "tenant":
 		return f.tenant
+	case "org":
+		return f.org
+	case "error_class":
+		return f.errorClass
 	default:
 		return f.promptHash
 	}
@@ -83,6 +87,9 @@ func scopeText(labels map[string]string) string {
 	}
 	if p := labels["provider"]; p != "" {
 		add("provider ", "via ", p)
+	}
+	if o, ok := labels["org"]; ok {
+		add("org ", "for org ", or(o, "(none)"))
 	}
 	if t, ok := labels["tenant"]; ok {
 		add("tenant ", "for tenant ", or(t, "(none)"))
@@ -219,6 +226,10 @@ func evaluate(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) {
 		return evalDaily(ctx, ec, r)
 	case KindMonthlyBudget:
 		return evalBudget(ctx, ec, r)
+	case KindHeadroom:
+		return evalHeadroom(ctx, ec, r)
+	case KindErrors:
+		return evalErrors(ctx, ec, r)
 	}
 	return nil, fmt.Errorf("rule %s: unknown kind %q", r.Name, r.Kind)
 }

@@ -44,6 +44,10 @@ func fuzzRoundTrip(t *testing.T, path string, reqBody []byte, status int, conten
 		h.Set("Content-Type", contentType)
 		h.Set("Retry-After", header)
 		h.Set("Request-Id", header)
+		for _, name := range []string{"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining",
+			"anthropic-ratelimit-tokens-reset", "openai-organization"} {
+			h.Set(name, header)
+		}
 		return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(&chunkReader{respBody, chunk})}, nil
 	})
 	c := &capture{}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgerd/ledgerd/internal/ratelimits"
 	"github.com/ledgerd/ledgerd/internal/retryafter"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -38,6 +39,11 @@ type TransportOptions struct {
 	// Provider names the provider of every request, overriding the name found from the host (needed
 	// behind a proxy or gateway whose host says nothing of the provider).
 	Provider string
+	// Org names the provider organization (or key pool) the API key of this Transport bills to:
+	// every key of one organization draws on the same rate limits, so give each Transport of a
+	// key of that organization the same Org. When empty, the organization id the provider's answer
+	// names (anthropic-organization-id, openai-organization) is recorded.
+	Org string
 	// Logger receives debug messages about responses whose usage could not be read; nil discards.
 	Logger *slog.Logger
 	// Now is the clock for started_at and latency; nil means time.Now.
@@ -63,7 +69,10 @@ type TransportOptions struct {
 //     stream; a stream that ends before its final event is a connection_error, with the usage seen so
 //     far; a cancelled context gives status cancelled, a deadline the class timeout;
 //   - the provider's request id (request-id, x-request-id or the error body's request_id) and
-//     retry-after (retry-after-ms, or retry-after in seconds or as a date).
+//     retry-after (retry-after-ms, or retry-after in seconds or as a date);
+//   - the org (TransportOptions.Org) and, from every answer whatever its status, the rate limits
+//     its headers report: Anthropic's anthropic-ratelimit-* and OpenAI's x-ratelimit-* limits,
+//     remaining counts and resets (OpenAI's reset durations added to the time the answer came).
 //
 // When it records, and so what latency_ms means: a 2xx response is recorded when its body reaches
 // its end, fails, or is closed, and its latency runs to that moment (the whole generation of a
@@ -81,6 +90,7 @@ type Transport struct {
 	sink     Sink
 	service  string
 	provider string
+	org      string
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -99,8 +109,11 @@ func NewTransport(sink Sink, opts TransportOptions) (*Transport, error) {
 	if opts.Provider != "" && clean(opts.Provider, schema.MaxNameLen) == "" {
 		return nil, fmt.Errorf("ledgerd client: new transport: Provider %q is not a valid name", opts.Provider)
 	}
+	if opts.Org != "" && clean(opts.Org, schema.MaxNameLen) == "" {
+		return nil, fmt.Errorf("ledgerd client: new transport: Org %q is not a valid name", opts.Org)
+	}
 	t := &Transport{
-		base: opts.Base, sink: sink, service: opts.Service, provider: opts.Provider,
+		base: opts.Base, sink: sink, service: opts.Service, provider: opts.Provider, org: opts.Org,
 		log: opts.Logger, now: opts.Now,
 	}
 	if t.base == nil {
@@ -147,8 +160,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.a.ProviderRequestID == "" {
 		r.a.ProviderRequestID = clean(resp.Header.Get("X-Request-Id"), schema.MaxProviderReqLen)
 	}
-	if d, ok := retryafter.Parse(resp.Header, t.now()); ok {
+	answered := t.now()
+	if d, ok := retryafter.Parse(resp.Header, answered); ok {
 		r.a.RetryAfterMS = d.Milliseconds()
+	}
+	r.a.RateLimits = ratelimits.Parse(resp.Header.Get, answered)
+	if r.a.Org == "" {
+		r.a.Org = ratelimits.Org(resp.Header.Get)
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols { // a WebSocket session: its body is no response
 		r.a.LatencyMS = r.elapsed()
@@ -190,7 +208,7 @@ func (t *Transport) begin(req *http.Request) *recording {
 		AttemptID: newID(), RequestID: call.RequestID, AttemptNo: min(no, schema.MaxAttemptNo), StartedAt: r.start,
 		Provider: t.provider, Model: modelFromPath(req.URL.Path), Service: call.Service,
 		Operation: call.Operation, Tenant: call.Tenant, Fallback: call.Fallback || call.FallbackFrom != "",
-		FallbackFrom: call.FallbackFrom, PromptHash: call.PromptHash,
+		FallbackFrom: call.FallbackFrom, PromptHash: call.PromptHash, Org: t.org,
 	}
 	if r.a.Provider == "" {
 		r.a.Provider = providerOf(req.URL.Host)

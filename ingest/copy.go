@@ -159,6 +159,7 @@ func (b *batch) appendCopy(msg []byte) []byte {
 		} else {
 			c.null()
 		}
+		b.appendLimits(c, i)
 	}
 	return c.end()
 }

@@ -79,6 +79,14 @@ func variedBatch(n int) []schema.Attempt {
 			a.HTTPStatus, a.RetryAfterMS, a.ProviderRequestID, a.Batch = 529, int64(i)*7, fmt.Sprintf("msg_%d", i), true
 			a.Metadata = map[string]string{"region": "eu-west", "note": fmt.Sprintf("ünï \"q\" %d", i)}
 		}
+		if i%5 == 2 { // an org, and the limits its provider reported (one not, one only a reset)
+			a.Org = []string{"org-a", "org-b"}[i%2]
+			a.RateLimits = &schema.RateLimits{
+				Requests:     schema.RateLimit{Limit: 50, Remaining: int64(i % 51), Reset: at.Add(time.Duration(i) * time.Millisecond)},
+				Tokens:       schema.RateLimit{Limit: 40_000, Remaining: int64(i * 37 % 40_001)},
+				OutputTokens: schema.RateLimit{Reset: at.Add(time.Second)},
+			}
+		}
 		cost := flatPrice(&a).Cost
 		switch rng.IntN(4) {
 		case 1: // agrees with ledgerd's
@@ -179,6 +187,11 @@ func TestFastPathMatchesExact(t *testing.T) {
 					fastPool = pool
 				}
 			}
+			for _, empty := range []string{"rollup_load_minute: 0 rows", "rollup_load_peaks: 0 rows"} {
+				if strings.Contains(dumps[0], empty) {
+					t.Fatalf("the fast path wrote no load rollup: %s", empty)
+				}
+			}
 			if dumps[0] != dumps[1] {
 				t.Errorf("fast and exact paths wrote different rollups:\n%s", diffLines(dumps[0], dumps[1]))
 			}
@@ -213,6 +226,8 @@ func dumpLedger(t *testing.T, pool *pgxpool.Pool) string {
 		{"rollup_daily_service", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_daily_tenant", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_cache_hourly", "to_jsonb(r) - 'series_id'", join, "r.calls <> 0"},
+		{"rollup_load_minute", "to_jsonb(r)", noSeries, "TRUE"},
+		{"rollup_load_peaks", "to_jsonb(r)", noSeries, "TRUE"},
 		{"cache_prefixes", "CASE WHEN r.calls = 1 THEN to_jsonb(r) - 'series_id' ELSE jsonb_build_object('month', r.month, " +
 			"'prompt_hash', r.prompt_hash, 'calls', r.calls) END", "LEFT " + join + " AND r.calls = 1", "TRUE"},
 	} {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ledgerd/ledgerd/internal/rollup"
@@ -11,7 +12,7 @@ import (
 type column struct{ col, typ string }
 
 // attemptCols are the attempts columns the writer fills, in the order of the unnest arrays.
-var attemptCols = []column{
+var attemptCols = slices.Concat([]column{
 	{"project_id", "int8"}, {"started_at", "timestamptz"}, {"series_id", "int8"},
 	{"attempt_no", "int4"}, {"latency_ms", "int4"}, {"status", "attempt_status"},
 	{"error_class", "error_class"}, {"fallback", "bool"}, {"batch", "bool"},
@@ -21,7 +22,7 @@ var attemptCols = []column{
 	{"cost_nanos", "int8"}, {"nocache_cost_nanos", "int8"}, {"client_cost_nanos", "int8"},
 	{"attempt_id", "text"}, {"request_id", "text"}, {"prompt_hash", "text"},
 	{"provider_request_id", "text"}, {"metadata", "jsonb"},
-}
+}, limitCols)
 
 // SQLSTATEs the writer tells apart: a COPY fails with uniqueViolation when a record is already
 // stored; a fold fails with lockNotAvailable when another fold holds the lock past lock_timeout.

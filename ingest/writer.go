@@ -570,11 +570,13 @@ func (w *Writer) insertFast(ctx context.Context, b *batch, epoch uint64) (stored
 	if len(cache.keys) > 0 {
 		sqls = append(sqls, pendingCacheCopySQL)
 	}
+	sqls = append(sqls, pendingLoadCopySQL)
 	buf := commitBufs.Get().(*[]byte)
 	msg := hourly.appendCopy(b.appendCopy(commitQuery((*buf)[:0], sqls...)), true)
 	if len(cache.keys) > 0 {
 		msg = cache.appendCopy(msg, false)
 	}
+	msg = loadOf(b, w.opt.Timezone).appendCopy(msg)
 	defer putCommitBuf(buf, msg)
 	conn, err := w.st.Pool.Acquire(ctx)
 	if err != nil {
@@ -645,6 +647,9 @@ type batch struct {
 	cost, nocache, clientCost              []*int64
 	attemptID, requestID                   []string
 	promptHash, providerReq, metadata      []*string
+	org                                    []*string
+	limits                                 []*schema.RateLimits
+	key                                    []*store.SeriesKey // the load rollup's provider, model and service
 }
 
 // columns turns rows into a batch; seriesIDs[i] is the series of rows[i]. The batch's optional
@@ -665,6 +670,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		cost: make([]*int64, n), nocache: make([]*int64, n), clientCost: make([]*int64, n),
 		attemptID: make([]string, n), requestID: make([]string, n),
 		promptHash: make([]*string, n), providerReq: make([]*string, n), metadata: make([]*string, n),
+		org: make([]*string, n), limits: make([]*schema.RateLimits, n), key: seriesKeys(rows),
 	}
 	for i, r := range rows {
 		a := r.a
@@ -700,6 +706,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		b.attemptID[i], b.requestID[i] = a.AttemptID, a.RequestID
 		b.promptHash[i] = optional(&a.PromptHash)
 		b.providerReq[i] = optional(&a.ProviderRequestID)
+		b.org[i], b.limits[i] = optional(&a.Org), a.RateLimits
 		if len(a.Metadata) > 0 {
 			raw, err := json.Marshal(a.Metadata)
 			if err != nil {
@@ -714,9 +721,10 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 
 // arrays returns the columns as the arrays insertSQL unnests.
 func (b *batch) arrays() []any {
-	return []any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
+	return append([]any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
 		b.batch, b.httpStatus, b.retryAfter, b.priceID, b.input, b.output, b.cw, b.cw1h, b.cr, b.reasoning,
-		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata}
+		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata},
+		b.limitArrays()...)
 }
 
 // optional is s, or nil (a NULL) when it is empty.

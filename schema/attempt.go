@@ -81,6 +81,45 @@ type Attempt struct {
 	Batch              bool              `json:"batch,omitempty"`
 	PromptHash         string            `json:"prompt_hash,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
+	// Org is the provider organization (or key pool) the attempt was billed to: the API keys of
+	// one organization share its rate limits.
+	Org string `json:"org,omitempty"`
+	// RateLimits are the provider's rate limits as this attempt's response headers reported them;
+	// nil when it reported none. In JSON they are the ratelimit_* fields (see MarshalJSON).
+	RateLimits *RateLimits `json:"-"`
+}
+
+// RateLimits are the rate limits a provider reported on one response, per minute for the
+// organization and model: requests, and tokens (for Anthropic the most restrictive token limit in
+// effect), and Anthropic's separate input and output token limits.
+type RateLimits struct {
+	Requests, Tokens, InputTokens, OutputTokens RateLimit
+}
+
+// RateLimit is one limit as a response's headers gave it. Limit is 0 when the response did not
+// report it, and Remaining then means nothing; Reset is zero when not reported.
+type RateLimit struct {
+	// Limit is the most the organization may use in the limit's window.
+	Limit int64
+	// Remaining is what was left of it when the provider answered.
+	Remaining int64
+	// Reset is when the limit is next whole again: Anthropic's RFC 3339 reset header, or the
+	// time the answer arrived plus OpenAI's reset duration.
+	Reset time.Time
+}
+
+// Reported tells whether the limit and what remained of it were reported.
+func (l RateLimit) Reported() bool { return l.Limit > 0 }
+
+// limits lists the four limits with the names their record fields end in.
+func (r *RateLimits) limits() [4]namedLimit {
+	return [4]namedLimit{{"requests", &r.Requests}, {"tokens", &r.Tokens},
+		{"input_tokens", &r.InputTokens}, {"output_tokens", &r.OutputTokens}}
+}
+
+type namedLimit struct {
+	name string
+	l    *RateLimit
 }
 
 // DefaultOperation is the operation of a record that names none.
@@ -99,6 +138,11 @@ const (
 	MaxLatencyMS      = 24 * 60 * 60 * 1000
 	// MaxFutureSkew is how far in the future started_at may lie, to tolerate client clock skew.
 	MaxFutureSkew = 24 * time.Hour
+	// MaxRateLimit bounds a reported rate limit and what remains of it.
+	MaxRateLimit = 1_000_000_000_000
+	// MaxResetAhead is how far after started_at a reported reset may lie (OpenAI's daily limits
+	// reset within a day).
+	MaxResetAhead = 32 * 24 * time.Hour
 )
 
 // Earliest is the earliest started_at the ledger accepts.

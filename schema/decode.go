@@ -124,7 +124,13 @@ var fieldKinds = map[string]string{
 	"cache_write_1h_tokens": "a whole number", "cache_read_tokens": "a whole number",
 	"reasoning_tokens": "a whole number", "cost_usd": "a decimal string or number",
 	"fallback": "true or false", "fallback_from": "a string", "batch": "true or false",
-	"prompt_hash": "a string", "metadata": "an object of string values",
+	"prompt_hash": "a string", "metadata": "an object of string values", "org": "a string",
+}
+
+func init() {
+	for k, v := range rateLimitFields {
+		fieldKinds[k] = v
+	}
 }
 
 // Fields lists the accepted field names, sorted; the JSON Schema test checks it against
@@ -167,6 +173,8 @@ type wire struct {
 	Batch              *bool             `json:"batch"`
 	PromptHash         *string           `json:"prompt_hash"`
 	Metadata           map[string]string `json:"metadata"`
+	Org                *string           `json:"org"`
+	rateLimitsJSON
 }
 
 // DecodeBody reads an ingest body: one JSON object, a JSON array of objects, or (ndjson) one object
@@ -422,6 +430,7 @@ func (w *wire) attempt() (Attempt, *FieldError) {
 		CacheWriteTokens: num(w.CacheWriteTokens), CacheWrite1hTokens: num(w.CacheWrite1hTokens),
 		CacheReadTokens: num(w.CacheReadTokens), ReasoningTokens: num(w.ReasoningTokens),
 		FallbackFrom: str(w.FallbackFrom), PromptHash: str(w.PromptHash), Metadata: w.Metadata,
+		Org: str(w.Org),
 	}
 	if *w.AttemptNo < 1 || *w.AttemptNo > MaxAttemptNo {
 		return a, &FieldError{Field: "attempt_no", Reason: fmt.Sprintf("must be between 1 and %d", MaxAttemptNo)}
@@ -446,6 +455,10 @@ func (w *wire) attempt() (Attempt, *FieldError) {
 		}
 		a.CostUSD = &c
 	}
+	var ferr *FieldError
+	if a.RateLimits, ferr = w.rateLimits(); ferr != nil {
+		return a, ferr
+	}
 	return a, nil
 }
 
@@ -466,6 +479,7 @@ func (a *Attempt) Validate(now time.Time) *FieldError {
 		{"tenant", a.Tenant, MaxNameLen, false}, {"fallback_from", a.FallbackFrom, MaxNameLen, false},
 		{"prompt_hash", a.PromptHash, MaxIDLen, false},
 		{"provider_request_id", a.ProviderRequestID, MaxProviderReqLen, false},
+		{"org", a.Org, MaxNameLen, false},
 	}
 	for _, t := range texts {
 		if t.required && t.v == "" {
@@ -500,6 +514,9 @@ func (a *Attempt) Validate(now time.Time) *FieldError {
 		return ferr
 	}
 	if ferr := a.validateTokens(); ferr != nil {
+		return ferr
+	}
+	if ferr := a.validateRateLimits(); ferr != nil {
 		return ferr
 	}
 	if a.CostUSD != nil && *a.CostUSD < 0 {

@@ -35,6 +35,7 @@ const (
 	fProviderRequestID
 	fFallbackFrom
 	fPromptHash
+	fOrg
 	fAttemptNo // first whole number
 	fLatencyMS
 	fHTTPStatus
@@ -45,13 +46,28 @@ const (
 	fCacheWrite1hTokens
 	fCacheReadTokens
 	fReasoningTokens
-	fStartedAt // first of the rest
+	fLimitRequests // the rate limits' limit and remaining, in RateLimits.limits order
+	fRemainingRequests
+	fLimitTokens
+	fRemainingTokens
+	fLimitInputTokens
+	fRemainingInputTokens
+	fLimitOutputTokens
+	fRemainingOutputTokens
+	fStartedAt     // first of the rest
+	fResetRequests // the rate limits' resets, in RateLimits.limits order
+	fResetTokens
+	fResetInputTokens
+	fResetOutputTokens
 	fCostUSD
 	fFallback
 	fBatch
 	fMetadata
 	nFields
 )
+
+// rateLimitFieldMask has a bit for each ratelimit_* field.
+const rateLimitFieldMask = (1<<fStartedAt - 1<<fLimitRequests) | (1<<fCostUSD - 1<<fResetRequests)
 
 // requiredFields is the mask of the fields a record must carry with a non-null value.
 const requiredFields = 1<<fAttemptID | 1<<fRequestID | 1<<fAttemptNo | 1<<fStartedAt | 1<<fLatencyMS |
@@ -115,6 +131,32 @@ func fieldID(key []byte) int {
 		return fPromptHash
 	case "metadata":
 		return fMetadata
+	case "org":
+		return fOrg
+	case "ratelimit_limit_requests":
+		return fLimitRequests
+	case "ratelimit_remaining_requests":
+		return fRemainingRequests
+	case "ratelimit_reset_requests":
+		return fResetRequests
+	case "ratelimit_limit_tokens":
+		return fLimitTokens
+	case "ratelimit_remaining_tokens":
+		return fRemainingTokens
+	case "ratelimit_reset_tokens":
+		return fResetTokens
+	case "ratelimit_limit_input_tokens":
+		return fLimitInputTokens
+	case "ratelimit_remaining_input_tokens":
+		return fRemainingInputTokens
+	case "ratelimit_reset_input_tokens":
+		return fResetInputTokens
+	case "ratelimit_limit_output_tokens":
+		return fLimitOutputTokens
+	case "ratelimit_remaining_output_tokens":
+		return fRemainingOutputTokens
+	case "ratelimit_reset_output_tokens":
+		return fResetOutputTokens
 	}
 	return -1
 }
@@ -136,10 +178,11 @@ type span struct{ lo, hi int }
 
 // fastRecord is a record as the fast decoder reads it, before it becomes an Attempt.
 type fastRecord struct {
-	seen, set uint32 // fields met, and fields met with a value other than null
+	seen, set uint64 // fields met, and fields met with a value other than null
 	str       [fAttemptNo]span
 	num       [fStartedAt - fAttemptNo]int64
 	startedAt time.Time
+	resets    [4]time.Time // ratelimit_reset_*, in RateLimits.limits order
 	cost      money.Nanos
 	fallback  bool
 	batch     bool
@@ -219,11 +262,9 @@ func (r *fastRecord) value(d []byte, i, id int) (int, scan) {
 	case id < fStartedAt:
 		next, st = r.int(d, i, id)
 	case id == fStartedAt:
-		if d[i] == '"' {
-			if next, st = scanString(d, i); st == scanOK && r.startedAt.UnmarshalJSON(d[i:next]) != nil {
-				st = scanOdd
-			}
-		}
+		next, st = timestamp(d, i, &r.startedAt)
+	case id >= fResetRequests && id <= fResetOutputTokens:
+		next, st = timestamp(d, i, &r.resets[id-fResetRequests])
 	case id == fCostUSD:
 		next, st = r.costUSD(d, i)
 	case id == fFallback:
@@ -235,6 +276,18 @@ func (r *fastRecord) value(d []byte, i, id int) (int, scan) {
 	}
 	if st == scanOK {
 		r.set |= 1 << id
+	}
+	return next, st
+}
+
+// timestamp reads an RFC 3339 timestamp string, as time.Time unmarshals it, into *t.
+func timestamp(d []byte, i int, t *time.Time) (int, scan) {
+	if d[i] != '"' {
+		return 0, scanOdd
+	}
+	next, st := scanString(d, i)
+	if st == scanOK && t.UnmarshalJSON(d[i:next]) != nil {
+		st = scanOdd
 	}
 	return next, st
 }
@@ -367,7 +420,8 @@ func (r *fastRecord) metadata(d []byte, i int) (int, scan) {
 }
 
 // attempt turns the parsed record into an Attempt, or reports false where the encoding/json path
-// refuses it before validation (a required field missing, attempt_no or http_status out of range),
+// refuses it before validation (a required field missing, attempt_no or http_status out of range, a
+// rate limit without what remains of it or below 1),
 // so that its error message is the one given. obj is the object's bytes: the Attempt's strings all
 // share one copy of it.
 func (r *fastRecord) attempt(obj []byte) (Attempt, bool) {
@@ -390,7 +444,13 @@ func (r *fastRecord) attempt(obj []byte) (Attempt, bool) {
 		OutputTokens: num(fOutputTokens), CacheWriteTokens: num(fCacheWriteTokens),
 		CacheWrite1hTokens: num(fCacheWrite1hTokens), CacheReadTokens: num(fCacheReadTokens),
 		ReasoningTokens: num(fReasoningTokens), Fallback: r.fallback,
-		FallbackFrom: str(fFallbackFrom), Batch: r.batch, PromptHash: str(fPromptHash),
+		FallbackFrom: str(fFallbackFrom), Batch: r.batch, PromptHash: str(fPromptHash), Org: str(fOrg),
+	}
+	if r.set&rateLimitFieldMask != 0 {
+		var ok bool
+		if a.RateLimits, ok = r.rateLimits(); !ok {
+			return Attempt{}, false
+		}
 	}
 	if r.set&(1<<fCostUSD) != 0 {
 		c := r.cost
@@ -405,7 +465,27 @@ func (r *fastRecord) attempt(obj []byte) (Attempt, bool) {
 	return a, true
 }
 
-// skipSpace returns the offset of the first byte at or after i that is not JSON white space.
+// rateLimits gathers the ratelimit_* fields, or reports false where the encoding/json path refuses
+// them (rateLimitsJSON.rateLimits).
+func (r *fastRecord) rateLimits() (*RateLimits, bool) {
+	var out RateLimits
+	for i, f := range out.limits() {
+		limitID := fLimitRequests + 2*i
+		hasLimit, hasRemaining := r.set&(1<<limitID) != 0, r.set&(1<<(limitID+1)) != 0
+		limit := r.num[limitID-fAttemptNo]
+		if hasLimit != hasRemaining || hasLimit && (limit < 1 || limit > MaxRateLimit) {
+			return nil, false
+		}
+		if hasLimit {
+			f.l.Limit, f.l.Remaining = limit, r.num[limitID+1-fAttemptNo]
+		}
+		if r.set&(1<<(fResetRequests+i)) != 0 {
+			f.l.Reset = r.resets[i]
+		}
+	}
+	return &out, true
+}
+
 // colon reads the colon after an object key ending at d[i] and returns the start of the value.
 func colon(d []byte, i int) (int, scan) {
 	if i = skipSpace(d, i); i >= len(d) {
@@ -438,6 +518,7 @@ func memberEnd(d []byte, i int) (int, bool, scan) {
 	return 0, false, scanOdd
 }
 
+// skipSpace returns the offset of the first byte at or after i that is not JSON white space.
 func skipSpace(d []byte, i int) int {
 	for i < len(d) && isSpace(d[i]) {
 		i++

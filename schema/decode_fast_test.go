@@ -22,6 +22,18 @@ const realistic = `{"attempt_id":"01JDQ8Z6M3V7X9K2P4R5T6Y8W0","request_id":"01JD
 	`"reasoning_tokens":64,"cost_usd":"0.0037812","prompt_hash":"9f86d081884c7d659a2feaa0c55ad015",` +
 	`"fallback":false,"metadata":{"region":"eu-west-1","team":"search"}}`
 
+// limitedFields are the org and rate limit fields of a record from a response that reported them,
+// as the Go client sends them.
+const limitedFields = `"org":"acme-prod","ratelimit_limit_requests":4000,"ratelimit_remaining_requests":3998,` +
+	`"ratelimit_reset_requests":"2026-11-29T10:00:01Z","ratelimit_limit_tokens":480000,` +
+	`"ratelimit_remaining_tokens":476000,"ratelimit_reset_tokens":"2026-11-29T10:00:00.5Z",` +
+	`"ratelimit_limit_input_tokens":400000,"ratelimit_remaining_input_tokens":398000,` +
+	`"ratelimit_reset_input_tokens":"2026-11-29T10:00:00.5Z","ratelimit_limit_output_tokens":80000,` +
+	`"ratelimit_remaining_output_tokens":0,"ratelimit_reset_output_tokens":"2026-11-29T10:00:03Z"`
+
+// limited is the realistic record with an org and every rate limit.
+var limited = realistic[:len(realistic)-1] + "," + limitedFields + "}"
+
 // realisticWith is the realistic record with the text of one field's value replaced (or the whole
 // field removed, for an empty value), keeping every other byte.
 func realisticWith(field, value string) string {
@@ -62,6 +74,24 @@ var differential = []struct {
 	fast bool // the fast decoder reads it (false: it must give up)
 }{
 	{"realistic record", realistic, true},
+	{"org and rate limits", limited, true},
+	{"one rate limit", realisticWith("ratelimit_limit_requests", `50,"ratelimit_remaining_requests":0`), true},
+	{"rate limit without remaining", realisticWith("ratelimit_limit_tokens", `50`), false},
+	{"remaining without limit", realisticWith("ratelimit_remaining_tokens", `50`), false},
+	{"rate limit of zero", realisticWith("ratelimit_limit_requests", `0,"ratelimit_remaining_requests":0`), false},
+	{"rate limit out of range", realisticWith("ratelimit_limit_requests", `1000000000001,"ratelimit_remaining_requests":0`), false},
+	{"remaining above the limit", realisticWith("ratelimit_limit_requests", `5,"ratelimit_remaining_requests":6`), true},
+	{"negative remaining reaches validation", realisticWith("ratelimit_limit_requests", `5,"ratelimit_remaining_requests":-1`), true},
+	{"null rate limit and remaining are absent", realisticWith("ratelimit_limit_requests", `null,"ratelimit_remaining_requests":null`), true},
+	{"null rate limit with a remaining", realisticWith("ratelimit_limit_requests", `null,"ratelimit_remaining_requests":3`), false},
+	{"reset alone", realisticWith("ratelimit_reset_output_tokens", `"2026-11-29T10:01:00Z"`), true},
+	{"reset with offset", realisticWith("ratelimit_reset_tokens", `"2026-11-29T15:31:00+05:30"`), true},
+	{"reset too far ahead reaches validation", realisticWith("ratelimit_reset_tokens", `"2027-11-29T10:01:00Z"`), true},
+	{"reset as a duration", realisticWith("ratelimit_reset_tokens", `"6m0s"`), false},
+	{"reset as a number", realisticWith("ratelimit_reset_requests", `60`), false},
+	{"rate limit as a string", realisticWith("ratelimit_limit_requests", `"50","ratelimit_remaining_requests":1`), false},
+	{"org escaped", realisticWith("org", `"acme\u002dprod"`), false},
+	{"org too long reaches validation", realisticWith("org", `"`+strings.Repeat("o", 129)+`"`), true},
 	{"minimal record", valid, true},
 	{"white space everywhere", " \t\r\n{ \"attempt_id\" : \"a\" ,\n\"request_id\":\"r\",\"attempt_no\":1 ,\"started_at\":\"2026-11-29T10:00:00Z\",\"latency_ms\":0,\"provider\":\"p\",\"model\":\"m\",\"service\":\"s\",\"status\":\"ok\" } ", true},
 	{"trailing data after the object is ignored", valid + "garbage", true},
@@ -399,17 +429,22 @@ func TestFieldIDsCoverFields(t *testing.T) {
 	if len(seen) != nFields {
 		t.Fatalf("%d fields numbered, %d accepted", nFields, len(seen))
 	}
-	if nFields > 32 {
-		t.Fatalf("%d fields do not fit the uint32 masks", nFields)
+	if nFields > 64 {
+		t.Fatalf("%d fields do not fit the uint64 masks", nFields)
 	}
 }
 
 // BenchmarkDecodeBody compares the encoding/json decoder (old) with DecodeBody (new) on realistic
-// bodies: one record, an array of 1,000 and NDJSON of 1,000.
+// bodies: one record, an array of 1,000 (also with an org and every rate limit) and NDJSON of
+// 1,000.
 func BenchmarkDecodeBody(b *testing.B) {
 	records := make([]string, 1000)
 	for i := range records {
 		records[i] = strings.Replace(realistic, `Y8W0"`, fmt.Sprintf(`%04d"`, i), 1)
+	}
+	limitedRecords := make([]string, 1000)
+	for i := range limitedRecords {
+		limitedRecords[i] = strings.Replace(limited, `Y8W0"`, fmt.Sprintf(`%04d"`, i), 1)
 	}
 	shapes := []struct {
 		name    string
@@ -419,6 +454,7 @@ func BenchmarkDecodeBody(b *testing.B) {
 	}{
 		{"object", []byte(realistic), false, 1},
 		{"array-1000", []byte("[" + strings.Join(records, ",") + "]"), false, len(records)},
+		{"array-1000-ratelimits", []byte("[" + strings.Join(limitedRecords, ",") + "]"), false, len(limitedRecords)},
 		{"ndjson-1000", []byte(strings.Join(records, "\n") + "\n"), true, len(records)},
 	}
 	decoders := []struct {

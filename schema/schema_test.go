@@ -83,6 +83,14 @@ func TestDecodeRecord(t *testing.T) {
 		{"metadata too many keys", with("metadata", map[string]string{"1": "", "2": "", "3": "", "4": "", "5": "", "6": "", "7": "", "8": "", "9": "", "10": "", "11": "", "12": "", "13": "", "14": "", "15": "", "16": "", "17": ""}), "metadata", "at most 16"},
 		{"not an object", `[1]`, "", "JSON object"},
 		{"http status out of range", with("http_status", 700), "http_status", "between 100 and 599"},
+		{"rate limit without remaining", with("ratelimit_limit_requests", 50), "ratelimit_remaining_requests", "required with ratelimit_limit_requests"},
+		{"remaining without rate limit", with("ratelimit_remaining_tokens", 5), "ratelimit_limit_tokens", "required with ratelimit_remaining_tokens"},
+		{"rate limit of zero", withAll(map[string]any{"ratelimit_limit_input_tokens": 0, "ratelimit_remaining_input_tokens": 0}), "ratelimit_limit_input_tokens", "between 1 and"},
+		{"negative remaining", withAll(map[string]any{"ratelimit_limit_output_tokens": 10, "ratelimit_remaining_output_tokens": -1}), "ratelimit_remaining_output_tokens", "between 0 and"},
+		{"rate limit not a number", with("ratelimit_limit_requests", "many"), "ratelimit_limit_requests", "whole number"},
+		{"reset as a duration", with("ratelimit_reset_requests", "6m0s"), "ratelimit_reset_requests", "RFC 3339"},
+		{"reset a year ahead", with("ratelimit_reset_tokens", "2027-11-29T10:00:00Z"), "ratelimit_reset_tokens", "32 days after started_at"},
+		{"org with a control character", with("org", "a\tb"), "org", "control character"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,6 +109,56 @@ func TestDecodeRecord(t *testing.T) {
 				t.Fatalf("got %q (field %q), want field %q containing %q", ferr.Error(), ferr.Field, c.field, c.reason)
 			}
 		})
+	}
+}
+
+// withAll returns the valid record with several fields set.
+func withAll(fields map[string]any) string {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(valid), &m)
+	for k, v := range fields {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestRateLimitsRoundTrip guards the JSON shape of rate limits: DecodeRecord reads the flat
+// ratelimit_* fields into RateLimits (a remaining of 0 kept), and MarshalJSON writes them back so
+// that decoding again and json.Unmarshal give the same record.
+func TestRateLimitsRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := withAll(map[string]any{"org": "acme-prod", "ratelimit_limit_requests": 50, "ratelimit_remaining_requests": 0,
+		"ratelimit_reset_requests": "2026-11-29T10:00:30Z", "ratelimit_reset_tokens": "2026-11-29T10:00:01Z"})
+	a, ferr := DecodeRecord([]byte(in), now)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	want := &RateLimits{
+		Requests: RateLimit{Limit: 50, Remaining: 0, Reset: time.Date(2026, 11, 29, 10, 0, 30, 0, time.UTC)},
+		Tokens:   RateLimit{Reset: time.Date(2026, 11, 29, 10, 0, 1, 0, time.UTC)},
+	}
+	if a.Org != "acme-prod" || !reflect.DeepEqual(a.RateLimits, want) {
+		t.Fatalf("decoded org %q, rate limits %+v", a.Org, a.RateLimits)
+	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"ratelimit_remaining_requests":0`) || strings.Contains(string(raw), "ratelimit_limit_tokens") {
+		t.Fatalf("marshalled %s", raw)
+	}
+	back, ferr := DecodeRecord(raw, now)
+	if ferr != nil || !reflect.DeepEqual(back, a) {
+		t.Fatalf("decoded again: %+v, %v", back, ferr)
+	}
+	var plain Attempt
+	if err := json.Unmarshal(raw, &plain); err != nil || !reflect.DeepEqual(plain, a) {
+		t.Fatalf("json.Unmarshal: %+v, %v", plain, err)
+	}
+	none, err := json.Marshal(Attempt{AttemptID: "x"})
+	if err != nil || strings.Contains(string(none), "ratelimit") || strings.Contains(string(none), "org") {
+		t.Fatalf("a record without limits marshalled as %s (%v)", none, err)
 	}
 }
 

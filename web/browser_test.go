@@ -218,6 +218,10 @@ func TestBrowser(t *testing.T) {
 			`[data-testid="rate-limited-share"]`: "3.3%",
 			`[data-testid="fallbacks"] tr[data-key="openai/gpt-4o/claude-sonnet-5-5"] [data-col="succeeded"]`: "1",
 		}},
+		{"load", "/load?day=2026-11-20&org=acme-prod&provider=anthropic&model=claude-sonnet-5-5", 3, map[string]string{
+			`[data-testid="peak-requests"]`:     "1 at Fri 20 Nov 10:00",
+			`[data-testid="headroom-requests"]`: "3 of 50 left (6.0%)",
+		}},
 		{"alerts", "/alerts", 0, map[string]string{`[data-testid="rules"] tbody tr:first-child th`: "cache-broken"}},
 		{"prices", "/prices", 0, map[string]string{
 			`[data-testid="unpriced-models"] tr[data-key="acme/acme-llm-2-preview"] [data-col="attempts"]`: "3",

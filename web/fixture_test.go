@@ -69,6 +69,7 @@ const sonnet = "claude-sonnet-5-5"
 // ledger is the known ledger of project "acme" the page tests read. Its figures:
 //
 //   - today (11-20): support-bot two calls of 100k in, 20k out at $0.40          = $0.80
+//     (billed to org acme-prod, whose reported limits are 50 requests and 40,000 tokens a minute)
 //   - 11-10: support-bot one call, a 429 then an answer at $0.40                  = $0.40
 //   - 11-15: support-bot one call: sonnet fails (500) after billing 100k input ($0.20 wasted),
 //     gpt-4o answers as its fallback (100k in, 10k out)                          = $0.35 + $0.20
@@ -90,6 +91,15 @@ func ledger() []schema.Attempt {
 		call("b1", 2, "2026-11-10T09:00:02Z", "support-bot", "answer", "initech", sonnet, 100_000, 20_000),
 		failed(call("f1", 1, "2026-11-15T14:00:00Z", "support-bot", "answer", "globex", sonnet, 100_000, 0), schema.ErrorServer, 500),
 		call("c3", 1, "2026-10-25T12:00:00Z", "support-bot", "answer", "globex", sonnet, 200_000, 20_000),
+	}
+	// support-bot's Anthropic key bills to acme-prod, whose limits leave 3 of 50 requests at 11:00
+	// today, and none at the 429 of 11-10.
+	limits := func(reqLeft, tokLeft int64) *schema.RateLimits {
+		return &schema.RateLimits{Requests: schema.RateLimit{Limit: 50, Remaining: reqLeft},
+			Tokens: schema.RateLimit{Limit: 40_000, Remaining: tokLeft}}
+	}
+	for i, l := range []*schema.RateLimits{limits(48, 20_000), limits(3, 30_000), limits(0, 40_000), limits(49, 39_000)} {
+		recs[i].Org, recs[i].RateLimits = "acme-prod", l
 	}
 	fb := call("f1", 2, "2026-11-15T14:00:01Z", "support-bot", "answer", "globex", "gpt-4o", 100_000, 10_000)
 	fb.Fallback, fb.FallbackFrom = true, sonnet

@@ -86,6 +86,18 @@ func TestPageFigures(t *testing.T) {
 		{name: "fallback answers apart", path: "/reliability", table: "fallbacks", row: "openai/gpt-4o/claude-sonnet-5-5", col: "succeeded", want: "1"},
 		{name: "no fallback row among primaries", path: "/reliability", table: "primary", row: "openai/gpt-4o", col: "attempts", want: "<no row openai/gpt-4o>"},
 
+		// Load: one org's bucket, its peak minute against the limits reported.
+		{name: "peak minute", path: loadPage("2026-11-20"), testid: "peak-requests", want: "1 at Fri 20 Nov 10:00"},
+		{name: "top service of the peak minute", path: loadPage("2026-11-20"), testid: "top-service", want: "support-bot (1, 100.0%)"},
+		{name: "lowest requests headroom", path: loadPage("2026-11-20"), testid: "headroom-requests", want: "3 of 50 left (6.0%)"},
+		{name: "lowest tokens headroom", path: loadPage("2026-11-20"), testid: "headroom-tokens", want: "20,000 of 40,000 left (50.0%)"},
+		{name: "429s of the peak minute", path: loadPage("2026-11-10"), testid: "peak-rate-limited", want: "50.0%"},
+		{name: "headroom at the 429", path: loadPage("2026-11-10"), testid: "headroom-requests", want: "0 of 50 left (0.0%)"},
+		{name: "bucket of the week", path: loadPage("2026-11-20"), table: "buckets", row: "acme-prod · anthropic / claude-sonnet-5-5", col: "headroom-requests", want: "3 of 50 left (6.0%)"},
+		{name: "bucket without an org", path: loadPage("2026-11-20"), table: "buckets", row: "(no org) · anthropic / claude-sonnet-5-5", col: "peak", want: "1"},
+		{name: "a week without load", path: "/load?day=2026-01-10", testid: "bucket", want: "No load in the week to 2026-01-10"},
+		{name: "the week's busiest bucket when none is chosen", path: "/load?day=2026-11-20", testid: "bucket", want: "(no org) · acme / acme-llm-2-preview on 2026-11-20"},
+
 		// Prices: catalog in force and unpriced models seen.
 		{name: "unpriced model seen", path: "/prices", table: "unpriced-models", row: "acme/acme-llm-2-preview", col: "attempts", want: "3"},
 		{name: "catalog input price", path: "/prices", table: "catalog", row: "anthropic/claude-sonnet-5-5", col: "input", want: "$2.00"},
@@ -266,4 +278,9 @@ func TestBudget(t *testing.T) {
 			t.Errorf("%s: projected card marked bad %v, want %v", c.name, got, c.bad)
 		}
 	}
+}
+
+// loadPage is the Load page of acme-prod's bucket on claude-sonnet-5-5 on day.
+func loadPage(day string) string {
+	return "/load?day=" + day + "&org=acme-prod&provider=anthropic&model=claude-sonnet-5-5"
 }

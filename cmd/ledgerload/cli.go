@@ -96,18 +96,21 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	g := synth.New(so)
-	if live {
-		opt.Source = load.Live(g)
-	} else {
-		opt.Source = load.History(g)
-	}
 	if opt.Count == 0 && opt.Duration == 0 {
 		if *scenario == "demo" {
 			opt.Count = DemoRecords
 		} else {
 			opt.Duration = time.Minute
 		}
+	}
+	if *scenario == "demo" && opt.Count > 0 {
+		so.Rate = synth.CallsPerMinute(so, int(opt.Count)) // the demo's rate limits scale with its size
+	}
+	g := synth.New(so)
+	if live {
+		opt.Source = load.Live(g)
+	} else {
+		opt.Source = load.History(g)
 	}
 	catalog, err := pricing.Load(*prices)
 	if err != nil {

@@ -77,6 +77,7 @@ func BenchmarkEndpoints(b *testing.B) {
 	to := time.Date(2026, 11, 5, 0, 0, 0, 0, l.tz) // the end of today: the default range's end
 	monthFrom := now.AddDate(0, 0, -30).Truncate(time.Hour)
 	november := time.Date(2026, 11, 1, 0, 0, 0, 0, l.tz)
+	monthDay := time.Date(monthFrom.In(l.tz).Year(), monthFrom.In(l.tz).Month(), monthFrom.In(l.tz).Day(), 0, 0, 0, 0, l.tz) // peaks count whole days
 	endpoints := []struct {
 		name string
 		path string
@@ -113,6 +114,12 @@ func BenchmarkEndpoints(b *testing.B) {
 		// This month's projection (the basis days reach into October).
 		{"projection", "/v1/projection", func() error {
 			_, _, err := rawProjection(ctx, l.st.Pool, l.project, november.AddDate(0, 0, -7), november.AddDate(0, 1, 0), l.tz)
+			return err
+		}},
+		// A month of each org's daily busiest minute, its 429s and lowest headroom (the 9am
+		// question), from the load rollup's daily peaks; raw: GROUP BY per minute over attempts.
+		{"peaks-month-by-org-day", "/v1/peaks?group_by=org,day&from=" + monthDay.Format(time.RFC3339), func() error {
+			_, err := rawPeaks(ctx, l.st.Pool, l.project, monthDay, to, l.tz)
 			return err
 		}},
 		// The last 7 days of cache use.

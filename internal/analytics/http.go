@@ -24,6 +24,7 @@ import (
 //	GET /v1/cache?from=&to=&min_calls=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/prices
 //	GET /v1/cost-mismatches?from=&to=
+//	GET /v1/peaks?from=&to=&group_by=&org=&provider=&model=&service= (peaks.go)
 //
 // from and to are RFC 3339 times or YYYY-MM-DD local dates (the start of that day); to is
 // exclusive; both default to the last 7 local days, today included (to is then the end of today).
@@ -37,6 +38,7 @@ func (s *Service) Mount(srv *server.Server) {
 	g.GET("/cache", s.getCache)
 	g.GET("/prices", s.getPrices)
 	g.GET("/cost-mismatches", s.getMismatches)
+	g.GET("/peaks", s.getPeaks)
 }
 
 // Query parameters each endpoint takes.

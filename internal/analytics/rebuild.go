@@ -30,8 +30,9 @@ const partitionsSQL = `SELECT c.relname FROM pg_inherits i
 	JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
 	WHERE p.relname = 'attempts' AND p.relnamespace = current_schema()::regnamespace`
 
-// Rebuild recounts rollup_hourly, rollup_daily (and the narrow daily rollups from it) and
-// rollup_cache_hourly from the raw attempts, with days counted in tz, and stores tz as the
+// Rebuild recounts rollup_hourly, rollup_daily (and the narrow daily rollups from it),
+// rollup_cache_hourly and the load rollup (rollup_load_minute, and its daily peaks from it) from
+// the raw attempts, with days counted in tz, and stores tz as the
 // database's timezone, all in one transaction: use it to change the timezone, or to repair
 // rollups. It first folds the rollup deltas pending in its snapshot (rollup.Fold), which it then
 // recounts with the raw attempts; deltas committed after stay pending for the writers to fold

@@ -12,6 +12,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/ledgerd/ledgerd/internal/ratelimits"
 	"github.com/ledgerd/ledgerd/schema"
 )
 
@@ -40,7 +41,11 @@ const (
 	attrFallback      = "ledgerd.fallback"
 	attrFallbackFrom  = "ledgerd.fallback_from"
 	attrPromptHash    = "ledgerd.prompt_hash"
-	genAIPrefix       = "gen_ai."
+	attrOrg           = "ledgerd.org"
+	// attrHeaderPrefix starts the attributes of captured response headers (OpenTelemetry's HTTP
+	// conventions: http.response.header.<lower-case name>, a string array).
+	attrHeaderPrefix = "http.response.header."
+	genAIPrefix      = "gen_ai."
 )
 
 // DefaultTenantAttributes are the attributes, span first and then resource, that name an attempt's
@@ -71,7 +76,7 @@ var sources = map[string]string{
 	"http_status": attrHTTPStatus, "provider_request_id": attrResponseID,
 	"input_tokens": attrInput, "output_tokens": attrOutput, "cache_write_tokens": attrCacheWrite,
 	"cache_read_tokens": attrCacheRead, "reasoning_tokens": attrReasoning,
-	"fallback_from": attrFallbackFrom, "prompt_hash": attrPromptHash,
+	"fallback_from": attrFallbackFrom, "prompt_hash": attrPromptHash, "org": attrOrg,
 }
 
 // Rejection is one GenAI span the mapping refused.
@@ -297,6 +302,45 @@ func (m *mapping) tenant() string {
 	return ""
 }
 
+// org reads ledgerd.org on the span, else on the resource, else the organization a captured
+// response header names.
+func (m *mapping) org() string {
+	if _, ok := m.span[attrOrg]; ok {
+		return m.str(attrOrg)
+	}
+	for _, kv := range m.resource {
+		if kv.GetKey() == attrOrg {
+			if s, ok := kv.GetValue().GetValue().(*commonpb.AnyValue_StringValue); ok {
+				return strings.TrimSpace(s.StringValue)
+			}
+			m.fail("resource "+attrOrg, "must be a string")
+			return ""
+		}
+	}
+	return ratelimits.Org(m.header)
+}
+
+// header returns a captured response header: the first value of http.response.header.<name>, a
+// string array, or the value itself when an instrumentation sent a string or a number. A header in
+// any other form counts as not sent, as a header the client could not read.
+func (m *mapping) header(name string) string {
+	v, ok := m.span[attrHeaderPrefix+name]
+	if !ok {
+		return ""
+	}
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_ArrayValue:
+		if vs := x.ArrayValue.GetValues(); len(vs) > 0 {
+			return vs[0].GetStringValue()
+		}
+	}
+	return ""
+}
+
 func (m *mapping) service() string {
 	for _, kv := range m.resource {
 		if kv.GetKey() == attrService {
@@ -359,6 +403,8 @@ func (m *mapping) attempt(sp *tracepb.Span, now time.Time) (a schema.Attempt, re
 	fallback, set := m.flag(attrFallback)
 	a.Fallback = fallback || !set && a.FallbackFrom != ""
 	m.tokens(&a)
+	a.Org = m.org()
+	a.RateLimits = ratelimits.Parse(m.header, time.Unix(0, int64(min(sp.GetEndTimeUnixNano(), math.MaxInt64))).UTC())
 	if m.bad != nil {
 		return a, m.bad, false
 	}

@@ -198,6 +198,59 @@ func TestConvert(t *testing.T) {
 			rejected: "gen_ai.usage.input_tokens",
 		},
 		{
+			// The org from ledgerd.org, and the rate limits from captured response headers
+			// (string arrays, per the HTTP conventions): Anthropic's resets as times.
+			name: "org and anthropic rate limit headers",
+			attrs: []any{"gen_ai.provider.name", "anthropic", "gen_ai.operation.name", "chat", "gen_ai.request.model", "claude-sonnet-5-5", "gen_ai.usage.input_tokens", 10,
+				"ledgerd.org", "acme-prod",
+				"http.response.header.anthropic-ratelimit-requests-limit", []string{"50"},
+				"http.response.header.anthropic-ratelimit-requests-remaining", []string{"0"},
+				"http.response.header.anthropic-ratelimit-requests-reset", []string{"2026-11-29T10:01:00Z"},
+				"http.response.header.anthropic-ratelimit-output-tokens-limit", []string{"8000"},
+				"http.response.header.anthropic-ratelimit-output-tokens-remaining", []string{"6000"}},
+			want: func(a *schema.Attempt) {
+				a.Provider, a.Model, a.InputTokens, a.Org = "anthropic", "claude-sonnet-5-5", 10, "acme-prod"
+				a.RateLimits = &schema.RateLimits{
+					Requests:     schema.RateLimit{Limit: 50, Remaining: 0, Reset: time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC)},
+					OutputTokens: schema.RateLimit{Limit: 8000, Remaining: 6000},
+				}
+			},
+		},
+		{
+			// OpenAI's headers as plain strings, the reset duration counted from the span's end;
+			// the org from the resource, before the header's.
+			name:     "openai rate limit headers, org on the resource",
+			resource: kvs("service.name", "chat-api", "ledgerd.org", "acme-openai"),
+			attrs: []any{"gen_ai.provider.name", "openai", "gen_ai.operation.name", "chat", "gen_ai.request.model", "gpt-6-luna", "gen_ai.usage.input_tokens", 10,
+				"http.response.header.x-ratelimit-limit-tokens", "30000",
+				"http.response.header.x-ratelimit-remaining-tokens", "0",
+				"http.response.header.x-ratelimit-reset-tokens", "6m0s",
+				"http.response.header.openai-organization", []string{"org-from-header"}},
+			want: func(a *schema.Attempt) {
+				a.Provider, a.Model, a.InputTokens, a.Org = "openai", "gpt-6-luna", 10, "acme-openai"
+				a.RateLimits = &schema.RateLimits{Tokens: schema.RateLimit{Limit: 30000, Remaining: 0,
+					Reset: start.Add(spanLasts + 6*time.Minute)}}
+			},
+		},
+		{
+			// Without ledgerd.org, the organization the captured header names; headers that do
+			// not parse are dropped, as the client drops them.
+			name: "org from the header, bad limits dropped",
+			attrs: []any{"gen_ai.provider.name", "openai", "gen_ai.operation.name", "chat", "gen_ai.request.model", "gpt-6-luna", "gen_ai.usage.input_tokens", 10,
+				"http.response.header.openai-organization", []string{"org-from-header"},
+				"http.response.header.x-ratelimit-limit-requests", []string{"-1"},
+				"http.response.header.x-ratelimit-remaining-requests", []string{"-1"}},
+			want: func(a *schema.Attempt) {
+				a.Provider, a.Model, a.InputTokens, a.Org = "openai", "gpt-6-luna", 10, "org-from-header"
+			},
+		},
+		{
+			// An org attribute of the wrong type is refused, not coerced.
+			name:     "org of wrong type refused",
+			attrs:    []any{"gen_ai.provider.name", "openai", "gen_ai.request.model", "gpt-6-luna", "gen_ai.usage.input_tokens", 1, "ledgerd.org", 7},
+			rejected: "ledgerd.org",
+		},
+		{
 			// Negative counts are refused.
 			name:     "negative count refused",
 			attrs:    []any{"gen_ai.provider.name", "openai", "gen_ai.request.model", "gpt-6-luna", "gen_ai.usage.output_tokens", -1},

@@ -155,7 +155,7 @@ var cacheFoldUpsert = func() string {
 // database about once a minute, and a minute of backfill leaves hundreds of megabytes of dead rows
 // that every fold's scan then reads, so the writer vacuums them itself, about once a second while
 // it folds.
-const VacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache`
+const VacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache, pending_load_minute`
 
 // Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
 // tables, after waiting for any other fold to finish, and returns how many rollup rows it wrote.
@@ -168,8 +168,9 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 	b := &pgx.Batch{}
 	b.Queue(foldSQL[0])
 	b.Queue(foldSQL[1])
+	b.Queue(LoadFoldSQL)
 	res := tx.SendBatch(ctx, b)
-	var rollups int64
+	var rollups, loads int64
 	if err := res.QueryRow().Scan(&rollups); err != nil {
 		_ = res.Close()
 		return 0, fmt.Errorf("fold pending rollups: %w", err)
@@ -179,8 +180,12 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 		_ = res.Close()
 		return 0, fmt.Errorf("fold pending cache groups: %w", err)
 	}
+	if err := res.QueryRow().Scan(&loads); err != nil {
+		_ = res.Close()
+		return 0, fmt.Errorf("fold pending load rows: %w", err)
+	}
 	if err := res.Close(); err != nil {
 		return 0, fmt.Errorf("fold pending rollups: %w", err)
 	}
-	return rollups + tag.RowsAffected(), nil
+	return rollups + tag.RowsAffected() + loads, nil
 }

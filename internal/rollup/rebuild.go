@@ -80,7 +80,8 @@ var (
 
 	setTimezoneSQL = `INSERT INTO settings (key, value) VALUES ('timezone', $1)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
-	analyzeSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + NarrowTables() + `, rollup_cache_hourly, cache_prefixes`
+	analyzeSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + NarrowTables() + `, rollup_cache_hourly, cache_prefixes,
+		rollup_load_minute, rollup_load_peaks`
 
 	// CountSQL counts the rows of rollup_hourly, rollup_daily and rollup_cache_hourly.
 	CountSQL = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
@@ -143,6 +144,10 @@ func RebuildSteps(r Recount) []Step {
 		steps = append(steps, Step{"recount kept days", dailyFromHourlySQL, []any{r.Timezone, r.FromHourly}})
 	}
 	steps = append(steps, narrowSQL...)
+	steps = append(steps, Step{"clear load minutes", LoadRebuildSQL[0], covered},
+		Step{"count load minutes", LoadRebuildSQL[1], nil},
+		Step{"clear load peaks", LoadRebuildSQL[2], nil},
+		Step{"count load peaks", LoadRebuildSQL[3], []any{r.Timezone}})
 	return append(steps, Step{"store timezone", setTimezoneSQL, []any{r.Timezone}},
 		Step{"analyze rollups", analyzeSQL, nil})
 }

@@ -14,8 +14,12 @@
 // or named a prompt_hash, per series and hash (a hash used once in its UTC month is counted on its
 // series' empty-hash row, see migration 00005; cache_prefixes tracks each hash's calls).
 //
-// An ingest commit adds its deltas to pending_rollup_hourly (keyed as PendingKey) and
-// pending_cache (keyed as CacheKey); Fold adds them to the rollups.
+// The load rollup (load.go) counts requests, 429s and tokens per minute, org, provider, model and
+// service, with the lowest rate-limit headroom reported, and keeps each day's busiest minute per
+// grouping of those (rollup_load_minute, rollup_load_peaks).
+//
+// An ingest commit adds its deltas to pending_rollup_hourly (keyed as PendingKey), pending_cache
+// (keyed as CacheKey) and pending_load_minute (keyed as LoadKey); Fold adds them to the rollups.
 package rollup
 
 import (
@@ -93,9 +97,10 @@ func NarrowTables() string {
 	return strings.Join(t, ", ")
 }
 
-// PendingFrom is the WITH items (named p0 and p1) that add the rollup deltas of the attempts rows
-// src (a FROM item) to the pending tables, keyed as PendingKey and CacheKey, with local days in
-// the timezone given by the SQL expression tz: what an ingest commit that inserts in SQL adds.
+// PendingFrom is the WITH items (named p0, p1 and pl) that add the rollup deltas of the attempts
+// rows src (a FROM item) to the pending tables, keyed as PendingKey, CacheKey and LoadKey, with
+// local days in the timezone given by the SQL expression tz: what an ingest commit that inserts in
+// SQL adds.
 func PendingFrom(src, tz string) string {
 	keySel := []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class", DayBucketExpr(tz)}
 	return fmt.Sprintf(`p0 AS (
@@ -104,11 +109,11 @@ func PendingFrom(src, tz string) string {
 	), p1 AS (
 		INSERT INTO pending_cache (%[7]s)
 		SELECT project_id, %[8]s, series_id, fallback, %[9]s, %[10]s FROM %[5]s WHERE %[11]s GROUP BY %[12]s
-	)`,
+	), %[13]s`,
 		strings.Join(slices.Concat(PendingKey, Cols(Sums)), ", "), strings.Join(keySel, ", "),
 		strings.Join(Exprs(Sums), ", "), LatencyHistExpr, src, ordinals(len(PendingKey)),
 		strings.Join(PendingCacheCols, ", "), HourBucketExpr, CacheHashExpr, strings.Join(Exprs(CacheSums), ", "),
-		CacheWhere, ordinals(len(CacheKey)))
+		CacheWhere, ordinals(len(CacheKey)), loadPendingFrom(src, tz))
 }
 
 // ordinals are the select-list positions 1 to n, as a GROUP BY or ORDER BY names them.

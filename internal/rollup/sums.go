@@ -16,6 +16,9 @@ type Attempt struct {
 	AttemptNo, LatencyMS                                          int32
 	Input, Output, CacheWrite, CacheWrite1h, CacheRead, Reasoning int64
 	Cost, NoCache, ClientCost                                     *int64
+	// HTTPStatus (0 when none) and ErrorClass ("none" when ok) are what LoadSums read.
+	HTTPStatus int16
+	ErrorClass string
 }
 
 // MismatchWhere is the condition under which an attempt's client cost disagrees with ledgerd's:

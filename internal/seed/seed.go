@@ -55,10 +55,15 @@ var columns = []string{"project_id", "started_at", "series_id", "attempt_no", "l
 	"error_class", "fallback", "batch", "http_status", "retry_after_ms", "price_id", "input_tokens",
 	"output_tokens", "cache_write_tokens", "cache_write_1h_tokens", "cache_read_tokens",
 	"reasoning_tokens", "cost_nanos", "nocache_cost_nanos", "client_cost_nanos", "attempt_id",
-	"request_id", "prompt_hash", "provider_request_id", "metadata"}
+	"request_id", "prompt_hash", "provider_request_id", "metadata", "org",
+	"ratelimit_limit_requests", "ratelimit_remaining_requests", "ratelimit_reset_requests",
+	"ratelimit_limit_tokens", "ratelimit_remaining_tokens", "ratelimit_reset_tokens",
+	"ratelimit_limit_input_tokens", "ratelimit_remaining_input_tokens", "ratelimit_reset_input_tokens",
+	"ratelimit_limit_output_tokens", "ratelimit_remaining_output_tokens", "ratelimit_reset_output_tokens"}
 
 // Load generates opt.Records attempts from package synth (the demo incidents: a retry storm, an
-// outage served by a fallback model, support-bot's broken cache) and copies them into attempts,
+// outage served by a fallback model, support-bot's broken cache, a Monday-morning rush over an
+// org's rate limits) and copies them into attempts,
 // then rebuilds every rollup. Two habits are added to synth's services, so the ledger shows them:
 // digest-mailer puts the send time before its cached prefix (each call has its own prompt_hash,
 // and never reads the cache), and extractor reports a client cost 3% above ledgerd's.
@@ -85,6 +90,7 @@ func Load(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 		res.Projects = append(res.Projects, p)
 		so := synth.Demo(opt.Seed+int64(i), opt.End, opt.Timezone)
 		so.Start = opt.End.AddDate(0, 0, -opt.Days)
+		so.Rate = synth.CallsPerMinute(so, opt.Records*(1<<(len(opt.Projects)-1-i))/(1<<len(opt.Projects)-1))
 		gens[i] = synth.New(so)
 	}
 	// Project i gets 2^(n-1-i) shares of the traffic.
@@ -228,8 +234,32 @@ func values(r *record, series int64, prices map[string]int32) ([]any, error) {
 	if class == "" {
 		class = schema.ErrorNone
 	}
-	return []any{r.project, a.StartedAt, series, int32(a.AttemptNo), int32(a.LatencyMS), string(a.Status),
+	var org *string
+	if a.Org != "" {
+		org = &a.Org
+	}
+	row := []any{r.project, a.StartedAt, series, int32(a.AttemptNo), int32(a.LatencyMS), string(a.Status),
 		string(class), a.Fallback, a.Batch, httpStatus, retryAfter, priceID, a.InputTokens,
 		a.OutputTokens, a.CacheWriteTokens, a.CacheWrite1hTokens, a.CacheReadTokens, a.ReasoningTokens,
-		cost, nocache, client, a.AttemptID, a.RequestID, promptHash, providerReq, md}, nil
+		cost, nocache, client, a.AttemptID, a.RequestID, promptHash, providerReq, md, org}
+	return append(row, limitValues(a.RateLimits)...), nil
+}
+
+// limitValues are a record's rate limit columns: limit, remaining and reset of each limit.
+func limitValues(r *schema.RateLimits) []any {
+	out := make([]any, 0, 12)
+	if r == nil {
+		return append(out, make([]any, 12)...)
+	}
+	for _, l := range []schema.RateLimit{r.Requests, r.Tokens, r.InputTokens, r.OutputTokens} {
+		var limit, remaining, reset any
+		if l.Reported() {
+			limit, remaining = l.Limit, l.Remaining
+		}
+		if !l.Reset.IsZero() {
+			reset = l.Reset
+		}
+		out = append(out, limit, remaining, reset)
+	}
+	return out
 }

@@ -68,6 +68,9 @@ type Service struct {
 	MaxAttempts int
 	// Batch marks a service that uses the provider's batch API.
 	Batch bool
+	// Orgs names, per provider, the organization the service's API key for it bills to (none when
+	// absent): services sharing an org share its rate limits.
+	Orgs map[string]string
 }
 
 // The models the default services use. Unknown is a model no price catalog knows, so its attempts
@@ -128,6 +131,9 @@ const (
 	// Outage makes every attempt on Model fail with 5xx or connection errors; services with a
 	// fallback model serve their calls from it.
 	Outage
+	// Rush makes the services whose primary model bills to Org send Traffic times their usual
+	// calls (a Monday-morning rush); with rate limits simulated (Options.Limits) it brings 429s.
+	Rush
 )
 
 // String names the incident kind.
@@ -139,16 +145,19 @@ func (k IncidentKind) String() string {
 		return "retry-storm"
 	case Outage:
 		return "outage"
+	case Rush:
+		return "rush"
 	}
 	return fmt.Sprintf("incident(%d)", int(k))
 }
 
 // Incident is trouble injected between From and To: on Service for BrokenCache, on Model (by
-// name) for RetryStorm and Outage.
+// name) for RetryStorm and Outage, on Org for Rush.
 type Incident struct {
 	Kind     IncidentKind
 	Service  string
 	Model    string
+	Org      string
 	From, To time.Time
 	// Traffic multiplies the rate of calls NextTime draws during the incident (a surge that set it
 	// off); 0 or 1 leaves it unchanged.
@@ -172,6 +181,22 @@ type Options struct {
 	// BurstChance is the chance that a model has a short error burst in a given hour (0.03);
 	// negative turns bursts off.
 	BurstChance float64
+	// Limits are the rate limits the providers report, per org and model; none when empty. They
+	// need Rate.
+	Limits []Limit
+	// Rate is the calls per minute NextTime draws at the top of the daily cycle, without surges
+	// (see CallsPerMinute): what the simulated rate limits compare the traffic with.
+	Rate float64
+}
+
+// Limit is a simulated rate limit of an org on a model, as a multiple (Headroom) of the traffic
+// the org's services send that model at the top of the daily cycle: 1.5 leaves a third of the
+// limit unused at the busiest hour, and a rush of more than 1.5 times the traffic brings 429s.
+// Attempts report it as their provider does: Anthropic's requests, tokens, input and output tokens
+// limits, other providers' requests and tokens.
+type Limit struct {
+	Org, Model string
+	Headroom   float64
 }
 
 // Generator produces synthetic calls. It is not safe for concurrent use.
@@ -184,6 +209,20 @@ type Generator struct {
 	prefix   string
 	calls    uint64
 	peak     float64 // the largest traffic multiplier, which NextTime's sampling divides by
+	// rushShare is, per org, the share of calls that go to the services billing to it.
+	rushShare map[string]float64
+	// limits are Options.Limits by org and model, worked out as figures per minute.
+	limits map[orgModel]*limit
+}
+
+type orgModel struct{ org, model string }
+
+// limit is a simulated rate limit: per minute, the limits and the traffic the org's services
+// send the model at the top of the daily cycle without surges.
+type limit struct {
+	provider                        string
+	requests, tokens, input, output int64   // the limits
+	calls, in, out                  float64 // the traffic: calls, input and output tokens
 }
 
 // New returns a generator for opt.
@@ -209,7 +248,50 @@ func New(opt Options) *Generator {
 			g.peak *= in.Traffic
 		}
 	}
+	g.rushShare = map[string]float64{}
+	for _, in := range opt.Incidents {
+		if in.Kind == Rush {
+			g.rushShare[in.Org] = g.share(func(s *Service) bool { return s.Orgs[s.Primary.Provider] == in.Org })
+		}
+	}
+	g.limits = map[orgModel]*limit{}
+	for _, l := range opt.Limits {
+		g.limits[orgModel{l.Org, l.Model}] = g.newLimit(l)
+	}
 	return g
+}
+
+// share is the part of all calls that goes to the services for which in holds.
+func (g *Generator) share(in func(s *Service) bool) float64 {
+	var part float64
+	for i := range g.services {
+		if in(&g.services[i]) {
+			part += g.services[i].Weight
+		}
+	}
+	return part / g.svcCum[len(g.svcCum)-1]
+}
+
+// newLimit works out l's figures: the traffic the org's services send its model as their primary
+// one at Rate, attempts as calls, and the limits Headroom times that.
+func (g *Generator) newLimit(l Limit) *limit {
+	out := &limit{}
+	total := g.svcCum[len(g.svcCum)-1]
+	for i := range g.services {
+		s := &g.services[i]
+		if s.Primary.Name != l.Model || s.Orgs[s.Primary.Provider] != l.Org {
+			continue
+		}
+		out.provider = s.Primary.Provider
+		calls := g.opt.Rate * s.Weight / total
+		out.calls += calls
+		out.in += calls * float64(s.InputTokens+s.PrefixTokens)
+		out.out += calls * float64(s.OutputTokens)
+	}
+	limitOf := func(x float64) int64 { return max(1, int64(math.Ceil(l.Headroom*x))) }
+	out.requests, out.input, out.output = limitOf(out.calls), limitOf(out.in), limitOf(out.out)
+	out.tokens = out.input + out.output
+	return out
 }
 
 func cumulative(n int, w func(int) float64) []float64 {
@@ -267,11 +349,58 @@ func (g *Generator) NextTime() time.Time {
 	}
 }
 
-// surge is the traffic multiplier of the incidents active at t.
+// surge is the traffic multiplier of the incidents active at t. A rush multiplies only its org's
+// share of the calls.
 func (g *Generator) surge(t time.Time) float64 {
 	m := 1.0
 	for _, in := range g.opt.Incidents {
-		if in.Traffic > 1 && in.active(t) {
+		switch {
+		case in.Traffic <= 1 || !in.active(t):
+		case in.Kind == Rush:
+			m *= 1 + (in.Traffic-1)*g.rushShare[in.Org]
+		default:
+			m *= in.Traffic
+		}
+	}
+	return m
+}
+
+// rushOf returns the rush active at t, if any.
+func (g *Generator) rushOf(t time.Time) *Incident {
+	for i := range g.opt.Incidents {
+		if in := &g.opt.Incidents[i]; in.Kind == Rush && in.Traffic > 1 && in.active(t) {
+			return in
+		}
+	}
+	return nil
+}
+
+// pickService draws the service of a call at t: by weight, except in a rush, where the rushing
+// org's services get Traffic times their share.
+func (g *Generator) pickService(t time.Time) *Service {
+	in := g.rushOf(t)
+	if in == nil {
+		return &g.services[g.pick(g.svcCum)]
+	}
+	w := g.rushShare[in.Org]
+	rushing := g.rng.Float64() < in.Traffic*w/(1+(in.Traffic-1)*w)
+	var cum []float64
+	sum := 0.0
+	for i := range g.services {
+		s := &g.services[i]
+		if (s.Orgs[s.Primary.Provider] == in.Org) == rushing {
+			sum += s.Weight
+		}
+		cum = append(cum, sum)
+	}
+	return &g.services[g.pick(cum)]
+}
+
+// orgSurge is the traffic multiplier at t of the calls that bill to org.
+func (g *Generator) orgSurge(org string, t time.Time) float64 {
+	m := 1.0
+	for _, in := range g.opt.Incidents {
+		if in.Traffic > 1 && in.active(t) && (in.Kind != Rush || in.Org == org) {
 			m *= in.Traffic
 		}
 	}
@@ -310,7 +439,7 @@ func (g *Generator) conditions(s *Service, at time.Time) conditions {
 // retried while they fail, then the fallback model's when the primary gave up. Every attempt
 // shares the call's request_id and is numbered from 1.
 func (g *Generator) Call(at time.Time) []schema.Attempt {
-	s := &g.services[g.pick(g.svcCum)]
+	s := g.pickService(at)
 	g.calls++
 	c := g.conditions(s, at)
 	call := schema.Attempt{
@@ -384,6 +513,12 @@ func (g *Generator) attempt(call schema.Attempt, s *Service, m Model, c conditio
 	a.AttemptNo, a.StartedAt, a.Provider, a.Model = no, at, m.Provider, m.Name
 	a.AttemptID = fmt.Sprintf("%s-%d", call.RequestID, no)
 	a.ProviderRequestID = fmt.Sprintf("prq_%012x", g.rng.Uint64()>>16)
+	a.Org = s.Orgs[m.Provider]
+	if l := g.limits[orgModel{a.Org, m.Name}]; l != nil && g.opt.Rate > 0 {
+		if g.rateLimit(&a, l, at) {
+			return a
+		}
+	}
 	lat, ok := latency[m.Name]
 	if !ok {
 		lat = latency[Haiku55.Name]
@@ -417,10 +552,57 @@ func (g *Generator) attempt(call schema.Attempt, s *Service, m Model, c conditio
 	return a
 }
 
+// rateLimit reports l on a, as the provider's headers would: the traffic of its minute (the daily
+// cycle and surges at at) takes from 70 to 100% of what it uses out of each limit. Traffic above
+// the requests limit is refused: the attempt then fails with a 429 (and true is returned) with the
+// share of the excess, none of the limit remaining.
+func (g *Generator) rateLimit(a *schema.Attempt, l *limit, at time.Time) bool {
+	load := Cycle(at, g.opt.Location) * g.orgSurge(a.Org, at)
+	used := load * (0.7 + 0.3*g.rng.Float64())
+	reset := at.Truncate(time.Minute).Add(time.Minute)
+	report := func(limit int64, traffic float64) schema.RateLimit {
+		left := float64(limit) - used*traffic
+		return schema.RateLimit{Limit: limit, Remaining: int64(max(0, left)), Reset: reset}
+	}
+	r := &schema.RateLimits{Requests: report(l.requests, l.calls), Tokens: report(l.tokens, l.in+l.out)}
+	if l.provider == "anthropic" {
+		r.InputTokens, r.OutputTokens = report(l.input, l.in), report(l.output, l.out)
+	}
+	a.RateLimits = r
+	over := load * l.calls / float64(l.requests)
+	if over <= 1 || g.rng.Float64() >= 1-1/over {
+		return false
+	}
+	r.Requests.Remaining = 0
+	a.Status, a.ErrorClass, a.HTTPStatus = schema.StatusError, schema.ErrorRateLimited, 429
+	a.RetryAfterMS = max(1000, reset.Sub(at).Milliseconds())
+	a.LatencyMS = 30 + g.rng.Int64N(120)
+	return true
+}
+
+// CallsPerMinute is the Rate at which n attempts drawn with opt's window, cycle and surges come:
+// the calls per minute at the top of the daily cycle, counting each call as about 1.1 attempts.
+func CallsPerMinute(opt Options, n int) float64 {
+	g := New(opt)
+	var weight float64 // minutes at full traffic
+	for t := opt.Start; t.Before(opt.End); t = t.Add(time.Minute) {
+		weight += Cycle(t, g.opt.Location) * g.surge(t)
+	}
+	if weight == 0 {
+		return 0
+	}
+	return float64(n) / 1.1 / weight
+}
+
 // failure fills a failed attempt: the class and HTTP status the provider gives, and the tokens
 // billed when the failure came after generation started.
 func (g *Generator) failure(a *schema.Attempt, m Model, c conditions, full, in, out int64) {
 	a.Status = schema.StatusError
+	defer func() {
+		if a.HTTPStatus == 0 { // no answer: no headers reported a limit
+			a.RateLimits = nil
+		}
+	}()
 	x := g.rng.Float64()
 	switch {
 	case c.outage && !a.Fallback:

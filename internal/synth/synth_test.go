@@ -274,8 +274,62 @@ func TestDemo(t *testing.T) {
 		{Kind: synth.Outage, Model: "claude-sonnet-5-5", From: time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC), To: time.Date(2026, 11, 24, 11, 30, 0, 0, time.UTC)},
 		{Kind: synth.BrokenCache, Service: "support-bot", From: time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC), To: end.Add(time.Hour)},
 		{Kind: synth.RetryStorm, Model: "claude-haiku-5-5", From: end.Add(-45 * time.Minute), To: end.Add(time.Hour), Traffic: 5},
+		// 2026-11-29 is a Sunday: the rush is the Monday before.
+		{Kind: synth.Rush, Org: "acme-prod", From: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 23, 9, 40, 0, 0, time.UTC), Traffic: 3},
 	}
 	if !reflect.DeepEqual(o.Incidents, want) {
 		t.Errorf("incidents\n%+v\nwant\n%+v", o.Incidents, want)
+	}
+}
+
+// TestRush checks the Monday-morning rush of the demo: during it acme-prod's services send about
+// three times their calls and get 429s reported with none of the limit left, other orgs' calls stay
+// as they were, and every attempt with an answer reports its org's limits as its provider does.
+func TestRush(t *testing.T) {
+	t.Parallel()
+	end := time.Date(2026, 11, 29, 13, 45, 0, 0, time.UTC)
+	opt := synth.Demo(1, end, time.UTC)
+	opt.BurstChance = -1
+	opt.Rate = 100
+	rush := opt.Incidents[3]
+	type tally struct{ prod, other, limited429 int }
+	countAt := func(at time.Time) tally {
+		var c tally
+		g := synth.New(opt)
+		for range 4000 {
+			for _, a := range g.Call(at) {
+				if a.AttemptNo > 1 {
+					continue
+				}
+				if a.Org == "acme-prod" {
+					c.prod++
+				} else {
+					c.other++
+				}
+				if a.HTTPStatus == 429 && a.RateLimits != nil && a.RateLimits.Requests.Remaining == 0 {
+					c.limited429++
+				}
+				switch {
+				case a.RateLimits == nil:
+				case a.Provider == "anthropic" && !a.RateLimits.InputTokens.Reported():
+					t.Fatalf("an Anthropic attempt without its input token limit: %+v", a.RateLimits)
+				case a.Provider == "openai" && a.RateLimits.InputTokens.Reported():
+					t.Fatalf("an OpenAI attempt with an input token limit: %+v", a.RateLimits)
+				}
+			}
+		}
+		return c
+	}
+	in, before := countAt(rush.From.Add(10*time.Minute)), countAt(rush.From.Add(-10*time.Minute))
+	// acme-prod's services carry 72% of the calls: in the rush 3 × 72 against 28.
+	if r := float64(in.prod) / float64(in.other); r < 6.8 || r > 8.8 {
+		t.Errorf("in the rush %d acme-prod calls to %d others: ratio %.1f, want about 7.7", in.prod, in.other, r)
+	}
+	if r := float64(before.prod) / float64(before.other); r < 2.2 || r > 3 {
+		t.Errorf("before the rush %d acme-prod calls to %d others: ratio %.1f, want about 2.6", before.prod, before.other, r)
+	}
+	if in.limited429 < in.prod/10 || before.limited429 != 0 {
+		t.Errorf("429s over the limit: %d of %d in the rush, %d before it; want a good share in it and none before",
+			in.limited429, in.prod, before.limited429)
 	}
 }

@@ -1,0 +1,136 @@
+package ingest
+
+import (
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
+	"github.com/ledgerd/ledgerd/internal/store"
+)
+
+// The fast path sums a batch's load deltas (rollup.LoadSums and the lowest headroom of each of
+// rollup.LoadLimits) in Go, per minute and key, and COPYs them into pending_load_minute; the exact
+// path counts them in SQL (rollup.PendingFrom). The twin test checks both write the same rows.
+
+// pendingLoadCopySQL COPYs load groups: key, the local day, then rollup.LoadCols.
+var pendingLoadCopySQL = copyStmt("pending_load_minute", slices.Concat(rollup.LoadKey, []string{"day"}, rollup.LoadCols))
+
+// loadKey identifies one pending load row: minute is the Unix second of the UTC minute, day of the
+// local date at UTC midnight.
+type loadKey struct {
+	project, minute, day          int64
+	org, provider, model, service string
+}
+
+// headroom is a limit and what remained of it; limit 0 means none was reported.
+type headroom struct{ remaining, limit int64 }
+
+// below tells whether h is a lower headroom than o, as SQL headroom_below: the smaller share
+// remaining (compared exactly, in 128 bits), or of equal shares the larger limit.
+func (h headroom) below(o headroom) bool {
+	if h.limit == 0 {
+		return false
+	}
+	if o.limit == 0 {
+		return true
+	}
+	ahi, alo := bits.Mul64(uint64(h.remaining), uint64(o.limit))
+	bhi, blo := bits.Mul64(uint64(o.remaining), uint64(h.limit))
+	if ahi != bhi || alo != blo {
+		return ahi < bhi || ahi == bhi && alo < blo
+	}
+	return h.limit > o.limit
+}
+
+// loadRow is the sums of one pending load row: rollup.LoadSums' columns in order, and the lowest
+// headroom of each of rollup.LoadLimits.
+type loadRow struct {
+	sums   []int64
+	lowest [4]headroom
+}
+
+// loadGroups sums a batch's rows into pending load rows, in first-seen order.
+type loadGroups struct {
+	index map[loadKey]int
+	keys  []loadKey
+	rows  []loadRow
+}
+
+// loadOf sums b (all rows new) per UTC minute and load key, with local days in tz.
+func loadOf(b *batch, tz *time.Location) *loadGroups {
+	g := &loadGroups{index: map[loadKey]int{}}
+	var a rollup.Attempt
+	for i := range b.n {
+		t := b.started[i]
+		y, m, d := t.In(tz).Date()
+		k := loadKey{project: b.project[i], minute: t.Truncate(time.Minute).Unix(),
+			day: time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), provider: b.key[i].Provider, model: b.key[i].Model,
+			service: b.key[i].Service}
+		if o := b.org[i]; o != nil {
+			k.org = *o
+		}
+		n, ok := g.index[k]
+		if !ok {
+			n = len(g.keys)
+			g.index[k] = n
+			g.keys = append(g.keys, k)
+			g.rows = append(g.rows, loadRow{sums: make([]int64, len(rollup.LoadSums))})
+		}
+		r := &g.rows[n]
+		a = rollup.Attempt{Input: b.input[i], Output: b.output[i], CacheWrite: b.cw[i], CacheRead: b.cr[i],
+			ErrorClass: b.class[i]}
+		if s := b.httpStatus[i]; s != nil {
+			a.HTTPStatus = *s
+		}
+		for c, s := range rollup.LoadSums {
+			r.sums[c] += s.Add(&a)
+		}
+		if rl := b.limits[i]; rl != nil {
+			for j, l := range limitsOf(rl) {
+				if h := (headroom{l.Remaining, l.Limit}); l.Reported() && h.below(r.lowest[j]) {
+					r.lowest[j] = h
+				}
+			}
+		}
+	}
+	return g
+}
+
+// appendCopy appends the groups to msg as the data of pendingLoadCopySQL.
+func (g *loadGroups) appendCopy(msg []byte) []byte {
+	c := startCopy(msg)
+	for i, k := range g.keys {
+		c.row(len(rollup.LoadKey) + 1 + len(rollup.LoadCols))
+		c.i8(k.project)
+		c.timestamp(k.minute * 1e6)
+		c.text(k.org)
+		c.text(k.provider)
+		c.text(k.model)
+		c.text(k.service)
+		c.date(k.day)
+		r := &g.rows[i]
+		for _, v := range r.sums {
+			c.i8(v)
+		}
+		for _, h := range r.lowest {
+			if h.limit == 0 {
+				c.null()
+				c.null()
+				continue
+			}
+			c.i8(h.remaining)
+			c.i8(h.limit)
+		}
+	}
+	return c.end()
+}
+
+// seriesKeys lists the series keys of rows, for the load rollup's provider, model and service.
+func seriesKeys(rows []*row) []*store.SeriesKey {
+	out := make([]*store.SeriesKey, len(rows))
+	for i, r := range rows {
+		out[i] = &r.series
+	}
+	return out
+}

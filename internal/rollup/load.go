@@ -1,0 +1,270 @@
+// The load rollup: how many requests and tokens each organization, provider, model and service
+// sent per minute, how many were refused with a 429, and the lowest rate-limit headroom the
+// provider reported; and, from it, each day's peak minute per grouping. The peak-load questions
+// read it (GET /v1/peaks, the Load page, the headroom alert); the writer, the fold and a rebuild
+// build their statements from the definitions here.
+//
+// # Tables (migration 00031)
+//
+// rollup_load_minute is keyed by project, UTC minute (bucket), org (empty for none), provider,
+// model and service: requests (attempts: every HTTP attempt counts against a provider's request
+// limit, retries and 429s included), rate_limited (attempts answered 429 or classed
+// rate_limited), input_tokens (all input: uncached, cache writes and cache reads), output_tokens,
+// and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
+// X_remaining, X_limit (NULL when no attempt reported it). The lowest headroom is the smallest
+// remaining ÷ limit; of equal shares, the larger limit's (SQL headroom_below).
+//
+// rollup_load_peaks holds, per project, local day and group of every grouping of org, provider,
+// model and service (keep: a bit each, org 8, provider 4, model 2, service 1; the columns a group
+// does not keep are empty), the day's busiest minute by requests (with its rate_limited count), by
+// input, output and total tokens (the earliest such minute where several tie), and the lowest
+// headroom of the day. The peak of a sum is not the sum of peaks: each grouping's peak is found
+// from the minute sums of that grouping.
+//
+// An ingest commit adds its deltas to pending_load_minute (with the local day of each minute);
+// the fold (LoadFoldSQL, in Fold) adds them to rollup_load_minute, then recounts every grouping at
+// the minutes it touched and raises the day's peaks where they are passed. Sums only grow and the
+// lowest headroom only falls as records arrive, so the peaks a fold keeps are those a recount from
+// scratch finds (LoadRebuildSQL, in RebuildSteps).
+
+package rollup
+
+import (
+	"fmt"
+	"strings"
+)
+
+// LoadKey is rollup_load_minute's primary key, in order.
+var LoadKey = []string{"project_id", "bucket", "org", "provider", "model", "service"}
+
+// LoadSums are rollup_load_minute's summed columns, in column order.
+var LoadSums = []Sum{
+	{"requests", "count(*)", one},
+	{"rate_limited", "count(*) FILTER (WHERE " + RateLimitedWhere + ")", func(a *Attempt) int64 {
+		return flag(a.HTTPStatus == 429 || a.ErrorClass == "rate_limited")
+	}},
+	{"input_tokens", "sum8(input_tokens + cache_write_tokens + cache_read_tokens)", func(a *Attempt) int64 {
+		return a.Input + a.CacheWrite + a.CacheRead
+	}},
+	{"output_tokens", "sum8(output_tokens)", func(a *Attempt) int64 { return a.Output }},
+}
+
+// RateLimitedWhere selects the attempts the provider refused for its rate limit.
+const RateLimitedWhere = "http_status = 429 OR error_class = 'rate_limited'"
+
+// LoadLimits are the rate limits whose lowest headroom the load rollup keeps, in
+// schema.RateLimits order; X's attempts columns are ratelimit_limit_X and ratelimit_remaining_X,
+// its rollup columns X_remaining and X_limit.
+var LoadLimits = []string{"requests", "tokens", "input_tokens", "output_tokens"}
+
+// MinuteBucketExpr is the UTC minute of an attempt.
+const MinuteBucketExpr = "date_trunc('minute', started_at, 'UTC')"
+
+// LoadCols are rollup_load_minute's columns after the key: the sums, then each limit's pair.
+var LoadCols = func() []string {
+	var out []string
+	for _, s := range LoadSums {
+		out = append(out, s.Col)
+	}
+	return append(out, pairCols("")...)
+}()
+
+// pairCols are the headroom pair columns, each prefixed.
+func pairCols(prefix string) []string {
+	var out []string
+	for _, l := range LoadLimits {
+		out = append(out, prefix+l+"_remaining", prefix+l+"_limit")
+	}
+	return out
+}
+
+// lowest is the aggregate whose result holds the lowest headroom among pairs (remaining, limit)
+// of the SQL expressions rem and lim: an array {remaining ÷ limit, −limit, remaining}, the smallest
+// by array order, NULL when no row has a limit. The share is divided at scale 28, finer than any
+// two shares of limits up to 10^12 differ.
+func lowest(rem, lim string) string {
+	return fmt.Sprintf("min(ARRAY[%[1]s::numeric(40,28) / %[2]s, -%[2]s, %[1]s]) FILTER (WHERE %[2]s IS NOT NULL)", rem, lim)
+}
+
+// pairOf selects the remaining and the limit out of lowest's array arr, named as limit l's
+// rollup columns.
+func pairOf(arr, l string) string {
+	return fmt.Sprintf("(%[1]s)[3]::int8 AS %[2]s_remaining, (-(%[1]s)[2])::int8 AS %[2]s_limit", arr, l)
+}
+
+// lowestPairs are the select-list items of every limit's lowest pair over the rows of a group, read
+// from the columns the function col names.
+func lowestPairs(col func(limit string) (rem, lim string)) []string {
+	var out []string
+	for _, l := range LoadLimits {
+		out = append(out, pairOf(lowest(col(l)), l))
+	}
+	return out
+}
+
+// fromAttempts names an attempts row's headroom columns.
+func fromAttempts(l string) (string, string) {
+	return "ratelimit_remaining_" + l, "ratelimit_limit_" + l
+}
+
+// fromRollup names a load rollup row's headroom columns.
+func fromRollup(l string) (string, string) { return l + "_remaining", l + "_limit" }
+
+// loadSelect is the select list that counts attempts rows a (joined to series s) into load rows:
+// the key, the extra items, then LoadCols.
+func loadSelect(extra ...string) string {
+	items := []string{"a.project_id", MinuteBucketExpr, "coalesce(a.org, '')", "s.provider", "s.model", "s.service"}
+	items = append(items, extra...)
+	for _, s := range LoadSums {
+		items = append(items, s.Expr)
+	}
+	items = append(items, lowestPairs(fromAttempts)...)
+	return strings.Join(items, ", ")
+}
+
+// seriesJoin joins the attempts rows a to their series s.
+const seriesJoin = "JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"
+
+// loadPendingFrom is the WITH item (named pl) of PendingFrom that adds the load deltas of the
+// attempts rows src (a FROM item) to pending_load_minute, with local days in the timezone given by
+// the SQL expression tz.
+func loadPendingFrom(src, tz string) string {
+	return fmt.Sprintf(`pl AS (
+		INSERT INTO pending_load_minute (%[1]s, day, %[2]s)
+		SELECT %[3]s FROM %[4]s a %[5]s GROUP BY 1, 2, 3, 4, 5, 6, 7
+	)`, strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "),
+		loadSelect(DayBucketExpr(tz)), src, seriesJoin)
+}
+
+// keepExpr is a grouping's keep mask under GROUP BY CUBE (org, provider, model, service).
+const keepExpr = "(15 - GROUPING(org, provider, model, service))::int2"
+
+// peakCols are rollup_load_peaks' columns after its key.
+var peakCols = append([]string{"requests", "requests_at", "rate_limited", "input_tokens", "input_tokens_at",
+	"output_tokens", "output_tokens_at", "tokens", "tokens_at"}, pairCols("")...)
+
+// peakKey is rollup_load_peaks' primary key.
+var peakKey = []string{"project_id", "keep", "day", "org", "provider", "model", "service"}
+
+// peaksOf is the SELECT of rollup_load_peaks rows from the minute sums m (bucket, day, org,
+// provider, model, service and LoadCols' sums) and the headroom rows h (day, org, provider,
+// model, service and the pairs), each summed per grouping: per day and group, the busiest minute
+// of each count (the largest, then the earliest, by array order), and the lowest headroom.
+func peaksOf(m, h string) string {
+	best := func(v string, with ...string) string {
+		return "max(ARRAY[" + strings.Join(append([]string{v, "-extract(epoch FROM bucket)::int8"}, with...), ", ") + "])"
+	}
+	at := func(arr string) string { return fmt.Sprintf("to_timestamp(-(%s)[2])", arr) }
+	return fmt.Sprintf(`WITH g AS (
+		SELECT project_id, bucket, day, %[1]s AS keep, coalesce(org, '') AS org, coalesce(provider, '') AS provider,
+			coalesce(model, '') AS model, coalesce(service, '') AS service, sum8(requests) AS requests,
+			sum8(rate_limited) AS rate_limited, sum8(input_tokens) AS input_tokens, sum8(output_tokens) AS output_tokens
+		FROM %[2]s GROUP BY project_id, bucket, day, CUBE (org, provider, model, service)
+	), p AS (
+		SELECT project_id, keep, day, org, provider, model, service, %[3]s AS r, %[4]s AS i, %[5]s AS o, %[6]s AS t
+		FROM g GROUP BY 1, 2, 3, 4, 5, 6, 7
+	), hl AS (
+		SELECT project_id, %[1]s AS keep, day, coalesce(org, '') AS org, coalesce(provider, '') AS provider,
+			coalesce(model, '') AS model, coalesce(service, '') AS service, %[7]s
+		FROM %[8]s GROUP BY project_id, day, CUBE (org, provider, model, service)
+	)
+	SELECT %[9]s, p.r[1], %[10]s, p.r[3], p.i[1], %[11]s, p.o[1], %[12]s, p.t[1], %[13]s, %[14]s
+	FROM p LEFT JOIN hl USING (project_id, keep, day, org, provider, model, service)`,
+		keepExpr, m, best("requests", "rate_limited"), best("input_tokens"), best("output_tokens"),
+		best("input_tokens + output_tokens"), strings.Join(lowestPairs(fromRollup), ", "), h,
+		strings.Join(prefixed("p.", peakKey), ", "), at("p.r"), at("p.i"), at("p.o"), at("p.t"),
+		strings.Join(prefixed("hl.", pairCols("")), ", "))
+}
+
+// chooseSet is the SET items that take cols from the incoming row (excluded) when cond holds and
+// keep the stored row's (r) otherwise. Every SET item reads the row as stored, so the items agree.
+func chooseSet(cond string, cols ...string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = fmt.Sprintf("%[1]s = CASE WHEN %[2]s THEN excluded.%[1]s ELSE r.%[1]s END", c, cond)
+	}
+	return out
+}
+
+// headroomMerge is the SET items that keep, of the stored row r and the incoming one, the lower
+// headroom of limit l.
+func headroomMerge(l string) []string {
+	return chooseSet(fmt.Sprintf("headroom_below(excluded.%[1]s_remaining, excluded.%[1]s_limit, r.%[1]s_remaining, r.%[1]s_limit)", l),
+		l+"_remaining", l+"_limit")
+}
+
+// LoadFoldSQL moves the pending load deltas into rollup_load_minute and raises the peaks they pass,
+// in one statement, under the fold lock; it returns how many rows it wrote. As the other folds, it
+// reads the pending rows and deletes them in separate WITH items, so both see the same rows.
+//
+// The statement's parts share one snapshot: a WITH item reading rollup_load_minute sees it as
+// before the upsert. So the minute sums of the touched minutes (m) take the upserted rows from the
+// upsert's RETURNING and the other keys' rows, unchanged, from the table. The day of each minute
+// comes from the pending rows, counted when the commit was.
+var LoadFoldSQL = func() string {
+	var sums, set []string
+	for _, s := range LoadSums {
+		sums = append(sums, fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col))
+		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
+	}
+	var peakSet []string
+	for _, c := range []struct{ v, at, also string }{{"requests", "requests_at", "rate_limited"},
+		{"input_tokens", "input_tokens_at", ""}, {"output_tokens", "output_tokens_at", ""}, {"tokens", "tokens_at", ""}} {
+		// A row comparison with the minutes swapped: the larger count wins, then the earlier minute.
+		cond := fmt.Sprintf("(excluded.%[1]s, r.%[2]s) > (r.%[1]s, excluded.%[2]s)", c.v, c.at)
+		cols := []string{c.v, c.at}
+		if c.also != "" {
+			cols = append(cols, c.also)
+		}
+		peakSet = append(peakSet, chooseSet(cond, cols...)...)
+	}
+	for _, l := range LoadLimits {
+		set = append(set, headroomMerge(l)...)
+		peakSet = append(peakSet, headroomMerge(l)...)
+	}
+	key := strings.Join(LoadKey, ", ")
+	return fmt.Sprintf(`WITH gone AS (DELETE FROM pending_load_minute),
+	pd AS (
+		SELECT %[1]s, max(day) AS day, %[2]s, %[3]s FROM pending_load_minute GROUP BY %[4]s
+	), u AS (
+		INSERT INTO rollup_load_minute AS r (%[1]s, %[5]s)
+		SELECT %[1]s, %[5]s FROM pd ORDER BY %[4]s
+		ON CONFLICT (%[1]s) DO UPDATE SET %[6]s
+		RETURNING r.*
+	), t AS (
+		SELECT DISTINCT project_id, bucket, day FROM pd
+	), m AS (
+		SELECT t.day, u.* FROM u JOIN t USING (project_id, bucket)
+		UNION ALL
+		SELECT t.day, r.* FROM rollup_load_minute r JOIN t USING (project_id, bucket)
+		WHERE NOT EXISTS (SELECT 1 FROM pd WHERE (pd.project_id, pd.bucket, pd.org, pd.provider, pd.model, pd.service) =
+			(r.project_id, r.bucket, r.org, r.provider, r.model, r.service))
+	), pk AS (
+		INSERT INTO rollup_load_peaks AS r (%[7]s, %[8]s)
+		%[9]s
+		ORDER BY %[10]s
+		ON CONFLICT (%[7]s) DO UPDATE SET %[11]s
+		RETURNING 1
+	)
+	SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM pk)`,
+		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), ordinals(len(LoadKey)),
+		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(peakKey, ", "), strings.Join(peakCols, ", "),
+		peaksOf("m", "pd"), ordinals(len(peakKey)), strings.Join(peakSet, ", "))
+}()
+
+// LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:
+// clear the minutes whose raw attempts exist ($1, $2: the starts and ends of those ranges; the
+// minutes of dropped months are kept), count them again, clear the peaks, and count every day's
+// peaks from the minutes, with local days in the timezone $1 (the last statement's only parameter).
+var LoadRebuildSQL = func() [4]string {
+	days := "(SELECT r.*, (r.bucket AT TIME ZONE $1)::date AS day FROM rollup_load_minute r) %s"
+	return [4]string{
+		`DELETE FROM rollup_load_minute m WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "m.bucket") + `)`,
+		fmt.Sprintf(`INSERT INTO rollup_load_minute (%s, %s) SELECT %s FROM attempts a %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`,
+			strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "), loadSelect(), seriesJoin),
+		`DELETE FROM rollup_load_peaks`,
+		fmt.Sprintf(`INSERT INTO rollup_load_peaks (%s, %s) %s ORDER BY %s`,
+			strings.Join(peakKey, ", "), strings.Join(peakCols, ", "), peaksOf(fmt.Sprintf(days, "m"), fmt.Sprintf(days, "h")),
+			ordinals(len(peakKey))),
+	}
+}()
