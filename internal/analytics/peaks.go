@@ -179,7 +179,12 @@ func (s *Service) Peaks(ctx context.Context, f PeakFilter, dims ...string) (Peak
 			keep |= p.bit
 		}
 	}
-	rows, err := s.pool.Query(ctx, peaksSQL, f.ProjectID, keep, first.civil(), last.civil(),
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return Peaks{}, fmt.Errorf("read peaks: %w", err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, peaksSQL, f.ProjectID, keep, first.civil(), last.civil(),
 		f.Org, f.Provider, f.Model, f.Service)
 	if err != nil {
 		return Peaks{}, fmt.Errorf("read peaks: %w", err)
@@ -317,7 +322,12 @@ func (s *Service) peakServices(ctx context.Context, project int64, keep int16, g
 			cols[c] = append(cols[c], g.key[c])
 		}
 	}
-	rows, err := s.pool.Query(ctx, peakServicesSQL, project, at, cols[0], cols[1], cols[2], cols[3], keep)
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("read the services of peak minutes: %w", err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, peakServicesSQL, project, at, cols[0], cols[1], cols[2], cols[3], keep)
 	if err != nil {
 		return fmt.Errorf("read the services of peak minutes: %w", err)
 	}
@@ -382,7 +392,12 @@ func (s *Service) LoadMinutes(ctx context.Context, f PeakFilter, d string) ([]Lo
 		return nil, err
 	}
 	day := dateOf(t, s.tz)
-	rows, err := s.pool.Query(ctx, loadMinutesSQL, f.ProjectID, day.start(s.tz), day.addDays(1).start(s.tz),
+	conn, err := s.reads.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read load minutes: %w", err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, loadMinutesSQL, f.ProjectID, day.start(s.tz), day.addDays(1).start(s.tz),
 		f.Org, f.Provider, f.Model, f.Service)
 	if err != nil {
 		return nil, fmt.Errorf("read load minutes: %w", err)
