@@ -43,6 +43,21 @@ func TestReplicas(t *testing.T) {
 		Concurrency: 16, Observe: seen.observe}, &acks)
 	time.Sleep(duration * 2 / 5)
 	pages.waitFiring(t, 20*time.Second)
+	// A page is recorded after it is delivered; a leader killed in between pages again from its
+	// successor (delivery is at least once). The drill checks that a recorded page is not sent
+	// again, so it kills the leader only once the delivery is recorded.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM alert_notifications WHERE status = 'firing' AND outcome = 'delivered'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivered page was not recorded within 20s")
+		}
+	}
 	victim := leaders.leader()
 	if victim < 0 {
 		t.Fatal("no replica reports leading alert evaluation")
