@@ -1,8 +1,8 @@
 // Package ingest turns validated attempt records into committed ledger rows. Its Writer coalesces
 // concurrent submissions into large multi-row commits (group commit), skips records already stored,
 // and keeps the rollups exact: each commit adds its rollup deltas to pending tables, and the
-// writer folds them into the rollups (rollup.Fold) a few times a second and whenever a read asks
-// (Sync).
+// writer folds them into the rollups (rollup.FoldChunk), in chunks of bounded size, a few times a
+// second and whenever a read asks (Sync, which waits for it a bounded time).
 //
 // A commit takes one of two paths. The fast path COPYs the batch straight into attempts and, in the
 // same transaction and round trip (copyCommit), COPYs the batch's rollup deltas, summed in Go
@@ -68,8 +68,14 @@ type Options struct {
 	FlushTimeout time.Duration  // bound on one commit, its retries included (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
-	Logger       *slog.Logger
-	Registerer   prometheus.Registerer
+	// FoldChunk bounds the pending rows of each table one fold transaction takes
+	// (rollup.DefaultChunk): a backlog of any size drains in steps of about a second.
+	FoldChunk int
+	// ReadWait bounds how long Sync waits for the fold to catch up before a read (750 ms): a read
+	// then answers from the rollups as they are, and Behind says how far behind they are.
+	ReadWait   time.Duration
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 	// OnCommit, when set, is called after each successful commit with the records it newly
 	// inserted (never a duplicate), before their submitters are answered. It runs on the flusher
 	// goroutine, so it must be quick, and must not keep the slice.
@@ -99,12 +105,18 @@ type Writer struct {
 	m     metrics
 
 	// committed counts the commits that left rollup deltas pending; folded is its value when the
-	// last successful fold began (atomic, so a read with nothing new to fold does not queue behind a
-	// fold running). foldMu makes folds of this writer take turns; lastFold is when the last one
-	// ended, busySince when one last gave up on the fold lock.
+	// last fold that reached the end of the pending tables began, and caughtUp when it began: every
+	// record this writer committed before caughtUp is in the rollups. Only the folder goroutine
+	// folds (and Close, once it has stopped); foldKick wakes it, and caughtUpCh is closed and
+	// replaced each time folded moves (under caughtMu), for Sync to wait on. lastFold is when the
+	// last fold ended, busySince when one last gave up on the fold lock.
 	committed  atomic.Uint64
 	folded     atomic.Uint64
-	foldMu     sync.Mutex
+	caughtMu   sync.Mutex
+	caughtUp   time.Time
+	caughtUpCh chan struct{}
+	foldKick   chan struct{}
+	pending    atomic.Int64
 	lastFold   time.Time
 	busySince  time.Time
 	lastVacuum time.Time
@@ -154,6 +166,7 @@ type metrics struct {
 	queueDepth   prometheus.GaugeFunc
 	foldTime     prometheus.Histogram
 	foldFailures prometheus.Counter
+	foldChunks   prometheus.Counter
 }
 
 // NewWriter starts a writer with its flushers running.
@@ -176,11 +189,18 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 	if opt.FoldEvery <= 0 {
 		opt.FoldEvery = 250 * time.Millisecond
 	}
+	if opt.FoldChunk <= 0 {
+		opt.FoldChunk = rollup.DefaultChunk
+	}
+	if opt.ReadWait <= 0 {
+		opt.ReadWait = 750 * time.Millisecond
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
-		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{})}
+		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{}),
+		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), caughtUpCh: make(chan struct{})}
 	w.foldCtx, w.stopFolds = context.WithCancel(context.Background())
 	f := promauto.With(opt.Registerer)
 	w.m = metrics{
@@ -195,7 +215,15 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 			Help: "Group commits that held a record already stored, so took the exact (slower) insert instead of COPY."}),
 	}
 	w.m.foldTime = f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_rollup_fold_seconds",
-		Help: "Time to fold the pending rollup deltas into the rollups.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
+		Help: "Time to fold one chunk of the pending rollup deltas into the rollups.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
+	w.m.foldChunks = f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_rollup_fold_chunks_total",
+		Help: "Chunks of pending rollup deltas folded into the rollups (each at most FoldChunk rows of each pending table)."})
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_rollup_pending_rows",
+		Help: "Rollup delta rows waiting to be folded, of every replica (PostgreSQL's estimate, read after each fold)."},
+		func() float64 { return float64(w.pending.Load()) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_rollup_behind_seconds",
+		Help: "How far the rollups lag behind this replica's commits: 0 when every committed record is folded."},
+		func() float64 { return w.Behind().Seconds() })
 	w.m.foldFailures = f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_rollup_fold_failures_total",
 		Help: "Folds of pending rollup deltas that failed or found another fold running too long; the deltas stay pending for the next."})
 	w.m.queueDepth = f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_writer_queue_records", Help: "Records waiting to be committed."},
@@ -272,33 +300,61 @@ func (w *Writer) Close(ctx context.Context) error {
 	}
 	w.stopFolds()
 	<-w.folderDone
-	if err := w.Sync(ctx); err != nil {
-		return fmt.Errorf("fold on close: %w", err)
+	if w.folded.Load() < w.committed.Load() {
+		if err := w.fold(ctx); err != nil {
+			return fmt.Errorf("fold on close: %w", err)
+		}
 	}
 	return nil
 }
 
-// Sync folds the pending rollup deltas, so that a read after it sees every record this writer
-// committed before the call. It returns at once when there is nothing new to fold, and without
-// folding when another fold holds the lock for over a second (a rollup rebuild, say): reads then
-// answer from the rollups as they are.
+// Sync waits until the rollups count every record this writer committed before the call, or
+// Options.ReadWait has passed, or ctx ends, whichever comes first; it wakes the folder rather than
+// folding itself, so a read never waits on a backlog longer than ReadWait. A read after it answers
+// from the rollups as they are; Behind tells how far behind they are. It errs only with ctx.
 func (w *Writer) Sync(ctx context.Context) error {
-	asked, target := time.Now(), w.committed.Load()
+	target := w.committed.Load()
 	if w.folded.Load() >= target {
 		return nil
 	}
-	w.foldMu.Lock()
-	defer w.foldMu.Unlock()
-	// A fold that gave up on the lock while this call waited answers it too: reads queued behind
-	// a rebuild wait one second between them, not one each.
-	if w.folded.Load() >= target || w.busySince.After(asked) {
-		return nil
+	select {
+	case w.foldKick <- struct{}{}:
+	default:
 	}
-	return w.fold(ctx)
+	timer := time.NewTimer(w.opt.ReadWait)
+	defer timer.Stop()
+	for {
+		w.caughtMu.Lock()
+		ch := w.caughtUpCh
+		w.caughtMu.Unlock()
+		if w.folded.Load() >= target {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the rollups: %w", ctx.Err())
+		}
+	}
 }
 
-// folder folds every FoldEvery while there are new commits, and every 30 seconds regardless, for
-// deltas a stopped replica left pending; for 5 seconds after a fold gave up on the lock, it waits.
+// Behind is how far the rollups lag behind this writer's commits: zero when every record it
+// committed is folded, else the time since the last fold that reached the end of the pending
+// tables began (every record committed before then is counted).
+func (w *Writer) Behind() time.Duration {
+	if w.folded.Load() >= w.committed.Load() {
+		return 0
+	}
+	w.caughtMu.Lock()
+	defer w.caughtMu.Unlock()
+	return time.Since(w.caughtUp)
+}
+
+// folder folds every FoldEvery while there are new commits, at once when a read asks (Sync), and
+// every 30 seconds regardless, for deltas a stopped replica left pending; for 5 seconds after a fold
+// gave up on the lock, it waits.
 func (w *Writer) folder() {
 	defer close(w.folderDone)
 	tick := time.NewTicker(w.opt.FoldEvery)
@@ -308,54 +364,89 @@ func (w *Writer) folder() {
 		case <-w.foldCtx.Done():
 			return
 		case <-tick.C:
+		case <-w.foldKick:
 		}
-		w.foldMu.Lock()
 		due := w.committed.Load() > w.folded.Load() || time.Since(w.lastFold) >= 30*time.Second
 		if due && time.Since(w.busySince) >= 5*time.Second {
-			ctx, cancel := context.WithTimeout(w.foldCtx, w.opt.FlushTimeout)
-			if err := w.fold(ctx); err != nil && w.foldCtx.Err() == nil {
+			if err := w.fold(w.foldCtx); err != nil && w.foldCtx.Err() == nil {
 				w.log.Error("fold rollups", "err", err)
 			}
-			cancel()
 		}
-		w.foldMu.Unlock()
 	}
 }
 
-// fold runs one fold; foldMu must be held.
+// fold folds until it reaches the end of every pending table, one chunk per transaction, each
+// bounded by FlushTimeout: a chunk that fails leaves its rows pending, and the chunks before it
+// stay folded. Only the folder calls it, and Close once the folder has stopped.
 func (w *Writer) fold(ctx context.Context) error {
-	upTo := w.committed.Load()
+	upTo, began := w.committed.Load(), time.Now()
+	defer w.readPending(ctx)
+	for cur := rollup.NewCursor(); !cur.Done(); {
+		next, moved, err := w.foldChunk(ctx, cur)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
+			w.m.foldFailures.Inc()
+			w.busySince = time.Now()
+			w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
+			return nil
+		}
+		if err != nil {
+			w.m.foldFailures.Inc()
+			return fmt.Errorf("fold rollups: %w", err)
+		}
+		cur = next
+		if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
+			w.lastVacuum = time.Now()
+			if _, err := w.st.Pool.Exec(ctx, rollup.VacuumPendingSQL); err != nil {
+				w.log.Warn("vacuum pending rollups", "err", err)
+			}
+		}
+	}
+	w.folded.Store(upTo)
+	w.caughtMu.Lock()
+	w.caughtUp = began
+	close(w.caughtUpCh)
+	w.caughtUpCh = make(chan struct{})
+	w.caughtMu.Unlock()
+	return nil
+}
+
+// foldChunk folds one chunk from cur in a transaction of its own.
+func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Cursor, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
+	defer cancel()
 	start := time.Now()
-	var moved int64
+	var (
+		next  rollup.Cursor
+		moved int64
+	)
 	err := pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
 			return err
 		}
 		var err error
-		moved, err = rollup.Fold(ctx, tx)
+		next, moved, err = rollup.FoldChunk(ctx, tx, cur, w.opt.FoldChunk)
 		return err
 	})
 	w.m.foldTime.Observe(time.Since(start).Seconds())
 	w.lastFold = time.Now()
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
-		w.m.foldFailures.Inc()
-		w.busySince = time.Now()
-		w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
-		return nil
-	}
 	if err != nil {
-		w.m.foldFailures.Inc()
-		return fmt.Errorf("fold rollups: %w", err)
+		return cur, 0, err
 	}
-	w.folded.Store(upTo)
-	if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
-		w.lastVacuum = time.Now()
-		if _, err := w.st.Pool.Exec(ctx, rollup.VacuumPendingSQL); err != nil {
-			w.log.Warn("vacuum pending rollups", "err", err)
+	w.m.foldChunks.Inc()
+	return next, moved, nil
+}
+
+// readPending reads the pending tables' depth for /metrics.
+func (w *Writer) readPending(ctx context.Context) {
+	var n int64
+	if err := w.st.Pool.QueryRow(ctx, rollup.PendingRowsSQL).Scan(&n); err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("count pending rollup rows", "err", err)
 		}
+		return
 	}
-	return nil
+	w.pending.Store(n)
 }
 
 // take removes up to MaxBatch records' worth of whole jobs from the queue, and counts the commit

@@ -45,6 +45,10 @@ type Options struct {
 	ReadDatabaseURL string
 	// ReadMaxWait bounds a read's wait for the standby to replay (500 ms).
 	ReadMaxWait time.Duration
+	// FoldWait bounds a read's wait for the rollups to count the records this replica committed
+	// (750 ms); past it the read answers from the rollups as they are and says how far behind
+	// (the Ledgerd-Rollups-Behind header).
+	FoldWait time.Duration
 	// DataDir holds the embedded database (./.ledgerd).
 	DataDir string
 	// PGBinaries is the PostgreSQL installation the embedded database runs (found automatically).
@@ -193,7 +197,8 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	llm := llmmetrics.New(st, llmmetrics.Options{Logger: log})
 	reg.MustRegister(llm)
-	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe})
+	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe,
+		ReadWait: opt.FoldWait})
 	steps = append(steps, func(ctx context.Context) {
 		if err := writer.Close(ctx); err != nil {
 			log.Error("flush writer", "err", err)
