@@ -71,8 +71,9 @@ type Options struct {
 	// FoldChunk bounds the pending rows of each table one fold transaction takes
 	// (rollup.DefaultChunk): a backlog of any size drains in steps of about a second.
 	FoldChunk int
-	// ReadWait bounds how long Sync waits for the fold to catch up before a read (750 ms): a read
-	// then answers from the rollups as they are, and Behind says how far behind they are.
+	// ReadWait, when set, bounds how long Sync waits for the fold to catch up before a read: a
+	// read then answers from the rollups as they are, and Behind says how far behind they are.
+	// Zero waits for the fold, bounded only by the read's context.
 	ReadWait   time.Duration
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -107,14 +108,17 @@ type Writer struct {
 	// committed counts the commits that left rollup deltas pending; folded is its value when the
 	// last fold that reached the end of the pending tables began, and caughtUp when it began: every
 	// record this writer committed before caughtUp is in the rollups. Only the folder goroutine
-	// folds (and Close, once it has stopped); foldKick wakes it, and caughtUpCh is closed and
-	// replaced each time folded moves (under caughtMu), for Sync to wait on. lastFold is when the
-	// last fold ended, busySince when one last gave up on the fold lock.
+	// folds (and Close, once it has stopped); foldKick wakes it. Each time a fold ends, or the
+	// folder skips one while another fold holds the lock, foldDone is closed and replaced (under
+	// caughtMu), for Sync to wait on; gaveUp is when the last fold that did not reach the end
+	// began (or was skipped). lastFold is when the last fold ended, busySince when one last gave
+	// up on the fold lock.
 	committed  atomic.Uint64
 	folded     atomic.Uint64
 	caughtMu   sync.Mutex
 	caughtUp   time.Time
-	caughtUpCh chan struct{}
+	gaveUp     time.Time
+	foldDone   chan struct{}
 	foldKick   chan struct{}
 	pending    atomic.Int64
 	lastFold   time.Time
@@ -192,15 +196,12 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 	if opt.FoldChunk <= 0 {
 		opt.FoldChunk = rollup.DefaultChunk
 	}
-	if opt.ReadWait <= 0 {
-		opt.ReadWait = 750 * time.Millisecond
-	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{}),
-		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), caughtUpCh: make(chan struct{})}
+		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), foldDone: make(chan struct{})}
 	w.foldCtx, w.stopFolds = context.WithCancel(context.Background())
 	f := promauto.With(opt.Registerer)
 	w.m = metrics{
@@ -309,11 +310,11 @@ func (w *Writer) Close(ctx context.Context) error {
 }
 
 // Sync waits until the rollups count every record this writer committed before the call, or
-// Options.ReadWait has passed, or ctx ends, whichever comes first; it wakes the folder rather than
-// folding itself, so a read never waits on a backlog longer than ReadWait. A read after it answers
-// from the rollups as they are; Behind tells how far behind they are. It errs only with ctx.
+// Options.ReadWait (when set) has passed, or ctx ends, whichever comes first. It wakes the folder
+// rather than folding itself, so a read waits on a backlog no longer than ReadWait; a read after
+// it answers from the rollups as they are, and Behind tells how far behind. It errs only with ctx.
 func (w *Writer) Sync(ctx context.Context) error {
-	target := w.committed.Load()
+	asked, target := time.Now(), w.committed.Load()
 	if w.folded.Load() >= target {
 		return nil
 	}
@@ -321,18 +322,24 @@ func (w *Writer) Sync(ctx context.Context) error {
 	case w.foldKick <- struct{}{}:
 	default:
 	}
-	timer := time.NewTimer(w.opt.ReadWait)
-	defer timer.Stop()
+	var bound <-chan time.Time
+	if w.opt.ReadWait > 0 {
+		timer := time.NewTimer(w.opt.ReadWait)
+		defer timer.Stop()
+		bound = timer.C
+	}
 	for {
 		w.caughtMu.Lock()
-		ch := w.caughtUpCh
+		ch, gaveUp := w.foldDone, w.gaveUp
 		w.caughtMu.Unlock()
-		if w.folded.Load() >= target {
+		// A fold begun after the call that could not finish (the database is down, or a rebuild
+		// holds the lock) answers it too: the read goes on with the rollups as they are.
+		if w.folded.Load() >= target || gaveUp.After(asked) {
 			return nil
 		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-bound:
 			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the rollups: %w", ctx.Err())
@@ -367,7 +374,11 @@ func (w *Writer) folder() {
 		case <-w.foldKick:
 		}
 		due := w.committed.Load() > w.folded.Load() || time.Since(w.lastFold) >= 30*time.Second
-		if due && time.Since(w.busySince) >= 5*time.Second {
+		switch {
+		case !due:
+		case time.Since(w.busySince) < 5*time.Second:
+			w.ended(time.Now(), false)
+		default:
 			if err := w.fold(w.foldCtx); err != nil && w.foldCtx.Err() == nil {
 				w.log.Error("fold rollups", "err", err)
 			}
@@ -387,11 +398,13 @@ func (w *Writer) fold(ctx context.Context) error {
 		if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
 			w.m.foldFailures.Inc()
 			w.busySince = time.Now()
+			w.ended(began, false)
 			w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
 			return nil
 		}
 		if err != nil {
 			w.m.foldFailures.Inc()
+			w.ended(began, false)
 			return fmt.Errorf("fold rollups: %w", err)
 		}
 		cur = next
@@ -403,12 +416,22 @@ func (w *Writer) fold(ctx context.Context) error {
 		}
 	}
 	w.folded.Store(upTo)
-	w.caughtMu.Lock()
-	w.caughtUp = began
-	close(w.caughtUpCh)
-	w.caughtUpCh = make(chan struct{})
-	w.caughtMu.Unlock()
+	w.ended(began, true)
 	return nil
+}
+
+// ended records the end of a fold begun at began, which reached the end of the pending tables or
+// not (failed, or skipped while another fold holds the lock), and wakes the Syncs waiting.
+func (w *Writer) ended(began time.Time, caughtUp bool) {
+	w.caughtMu.Lock()
+	defer w.caughtMu.Unlock()
+	if caughtUp {
+		w.caughtUp = began
+	} else {
+		w.gaveUp = began
+	}
+	close(w.foldDone)
+	w.foldDone = make(chan struct{})
 }
 
 // foldChunk folds one chunk from cur in a transaction of its own.

@@ -44,7 +44,7 @@ func (s *Service) Mount(srv *server.Server) {
 // Query parameters each endpoint takes.
 var (
 	filterParams     = []string{"from", "to", "service", "model", "tenant", "operation", "provider"}
-	summaryParams    = append([]string{"group_by"}, filterParams...)
+	summaryParams    = append([]string{"group_by", "top"}, filterParams...)
 	cacheParams      = append([]string{"min_calls"}, filterParams...)
 	projectionParams = []string{"month", "service"}
 )
@@ -70,12 +70,31 @@ func (s *Service) getSummary(c echo.Context) error {
 	if err != nil {
 		return fail(err)
 	}
+	top, err := parseTop(q["top"])
+	if err != nil {
+		return fail(err)
+	}
 	f.ProjectID = server.ProjectOf(c).ID
 	sum, err := s.Summary(c.Request().Context(), f, dims...)
 	if err != nil {
 		return fail(err)
 	}
+	if top > 0 {
+		sum.Top(top)
+	}
 	return c.JSON(http.StatusOK, sum)
+}
+
+// parseTop reads the top parameter: how many groups, the costliest, a summary keeps (0: all).
+func parseTop(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100_000 {
+		return 0, badParam("top", "want a whole number from 1 to 100000, got %q", truncate(v))
+	}
+	return n, nil
 }
 
 func (s *Service) getProjection(c echo.Context) error {

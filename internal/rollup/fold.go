@@ -40,29 +40,27 @@ var foldSQL = func() [2]string {
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
-	// table's key columns key, in order) unless each row of from is already one key's.
-	upsert := func(table string, key, keySel []string, from string, grouped bool) string {
-		group := ordinals(len(key))
-		vals, hist, groupBy := strings.Join(sums, ", "), "hist_sum(a.latency_hist)", " GROUP BY "+group
-		if grouped {
-			vals, hist, groupBy = strings.Join(prefixed("a.", Cols(Sums)), ", "), "a.latency_hist", ""
-		}
+	// table's key columns key, in order).
+	upsert := func(table string, key, keySel []string, from string) string {
+		group := Ordinals(len(key))
 		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
-		SELECT %[4]s, %[5]s, %[6]s FROM %[7]s%[8]s ORDER BY %[9]s
-		ON CONFLICT (%[2]s) DO UPDATE SET %[10]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
+		SELECT %[4]s, %[5]s, hist_sum(a.latency_hist) FROM %[6]s GROUP BY %[7]s ORDER BY %[7]s
+		ON CONFLICT (%[2]s) DO UPDATE SET %[8]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
 		RETURNING 1`,
-			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "), vals, hist,
-			from, groupBy, group, strings.Join(set, ", "))
+			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "),
+			strings.Join(sums, ", "), from, group, strings.Join(set, ", "))
 	}
 	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
-	// summed from b, so a day's histogram is merged once, not once per rollup.
+	// summed from b, so a day's histogram is merged once, not once per rollup. rollup_hourly and
+	// rollup_daily sum the rows onto their series' shapes.
+	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
 	steps := []string{
-		upsert("rollup_hourly", Key, prefixed("a.", Key), "a", false),
-		upsert("rollup_daily", Key, prefixed("a.", Key), "b a", true),
+		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA),
+		upsert("rollup_daily", Key, shapeSel, "b a "+seriesOfA),
 	}
 	for _, d := range DailyBy {
 		keySel := append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
-		steps = append(steps, upsert(d.Table, d.Key(), keySel, "b a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id", false))
+		steps = append(steps, upsert(d.Table, d.Key(), keySel, "b a "+seriesOfA))
 	}
 	var ctes, counts []string
 	for i, st := range steps {
@@ -78,9 +76,11 @@ var foldSQL = func() [2]string {
 	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "))
 
+	// The cache groups go to their series' shapes.
 	pc := chunkOf("pending_cache")
-	src := fmt.Sprintf(`SELECT %s, %s FROM %s GROUP BY %s`,
-		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "), pc.from, ordinals(len(CacheKey)))
+	src := fmt.Sprintf(`SELECT p.project_id, p.bucket, s.shape_id AS series_id, p.fallback, p.prompt_hash, %s
+		FROM pending_cache p JOIN series s ON s.project_id = p.project_id AND s.id = p.series_id WHERE %s GROUP BY %s`,
+		strings.Join(summedAs(CacheSums), ", "), pc.in, Ordinals(len(CacheKey)))
 	return [2]string{rollups, "WITH " + pc.with + " " + cacheFoldCTEs(src) + ", ins AS (" + cacheFoldUpsert +
 		" RETURNING 1) SELECT (SELECT count(*) FROM ins), " + pc.taken}
 }()
@@ -88,20 +88,24 @@ var foldSQL = func() [2]string {
 // chunk is how a fold statement takes one chunk of a pending table's rows: with are its first WITH
 // items (the chunk k: the ctids of up to $2 rows after the ctid $1, in physical order, read by a TID
 // range scan, then gone: their deletion), from is the FROM item of the chunk's rows (a TID scan of
-// the same ctids), and taken the chunk's size and its last ctid, as two columns of the statement's
+// the same ctids; aliased p), in the condition that selects them, and taken the chunk's size and its last ctid, as two columns of the statement's
 // result. The deletion and the sums read the same rows: they share the statement's snapshot and
 // the ctids, and no other statement deletes pending rows (folds hold the fold lock).
-type chunk struct{ with, from, taken string }
+type chunk struct{ with, from, in, taken string }
 
 func chunkOf(table string) chunk {
 	in := "ctid = ANY((SELECT t FROM k)::tid[])"
 	return chunk{
+		in: "p." + in,
 		with: fmt.Sprintf(`k AS MATERIALIZED (SELECT ARRAY(SELECT ctid FROM %[1]s WHERE ctid > $1::tid LIMIT $2) AS t),
 	gone AS (DELETE FROM %[1]s WHERE %[2]s),`, table, in),
-		from:  table + " WHERE " + in,
+		from:  table + " p WHERE p." + in,
 		taken: "(SELECT cardinality(t) FROM k), (SELECT max(c) FROM k, unnest(k.t) AS c)",
 	}
 }
+
+// seriesOfA joins the rows a to their series s.
+const seriesOfA = "JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"
 
 // summedAs is each sum column summed into itself, as a fold's select list sums pending rows.
 func summedAs(sums []Sum) []string {
@@ -167,7 +171,7 @@ var cacheFoldUpsert = func() string {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8", c))
 		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", c, c, c))
 	}
-	key, group := strings.Join(CacheKey, ", "), ordinals(len(CacheKey))
+	key, group := strings.Join(CacheKey, ", "), Ordinals(len(CacheKey))
 	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (%[1]s, %[2]s)
 		SELECT %[1]s, %[3]s FROM m
 		GROUP BY %[4]s ORDER BY %[4]s
@@ -217,6 +221,11 @@ func (c Cursor) Done() bool { return !slices.Contains(c.done[:], false) }
 func FoldChunk(ctx context.Context, tx pgx.Tx, cur Cursor, n int) (Cursor, int64, error) {
 	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
 		return cur, 0, fmt.Errorf("lock rollup fold: %w", err)
+	}
+	// A chunk is the rows after the cursor in physical order: a parallel scan would hand them out
+	// of order, and the cursor would pass rows not taken.
+	if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+		return cur, 0, fmt.Errorf("fold serially: %w", err)
 	}
 	stmts := [len(pendingTables)]string{foldSQL[0], foldSQL[1], LoadFoldSQL}
 	b := &pgx.Batch{}

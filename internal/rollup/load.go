@@ -249,9 +249,9 @@ var LoadFoldSQL = func() string {
 		RETURNING 1
 	)
 	SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM pk), `+pl.taken,
-		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), ordinals(len(LoadKey)),
+		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
 		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(peakKey, ", "), strings.Join(peakCols, ", "),
-		peaksOf("m", "pd"), ordinals(len(peakKey)), strings.Join(peakSet, ", "))
+		peaksOf("m", "pd"), Ordinals(len(peakKey)), strings.Join(peakSet, ", "))
 }()
 
 // LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:
@@ -267,6 +267,6 @@ var LoadRebuildSQL = func() [4]string {
 		`DELETE FROM rollup_load_peaks`,
 		fmt.Sprintf(`INSERT INTO rollup_load_peaks (%s, %s) %s ORDER BY %s`,
 			strings.Join(peakKey, ", "), strings.Join(peakCols, ", "), peaksOf(fmt.Sprintf(days, "m"), fmt.Sprintf(days, "h")),
-			ordinals(len(peakKey))),
+			Ordinals(len(peakKey))),
 	}
 }()
