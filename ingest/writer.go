@@ -113,16 +113,20 @@ type Writer struct {
 	// caughtMu), for Sync to wait on; gaveUp is when the last fold that did not reach the end
 	// began (or was skipped). lastFold is when the last fold ended, busySince when one last gave
 	// up on the fold lock.
-	committed  atomic.Uint64
-	folded     atomic.Uint64
-	caughtMu   sync.Mutex
-	caughtUp   time.Time
-	gaveUp     time.Time
-	foldDone   chan struct{}
-	foldKick   chan struct{}
-	pending    atomic.Int64
-	lastFold   time.Time
-	busySince  time.Time
+	committed atomic.Uint64
+	folded    atomic.Uint64
+	caughtMu  sync.Mutex
+	caughtUp  time.Time
+	gaveUp    time.Time
+	foldDone  chan struct{}
+	foldKick  chan struct{}
+	pending   atomic.Int64
+	lastFold  time.Time
+	busySince time.Time
+	// chunk is the pending rows of each table the next fold transaction takes: FoldChunk, halved
+	// after a chunk ran out of time and doubled back after each that did not, so a fold makes
+	// progress however slow the database is.
+	chunk      int
 	lastVacuum time.Time
 	foldCtx    context.Context
 	stopFolds  context.CancelFunc
@@ -201,7 +205,7 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 	}
 	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{}),
-		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), foldDone: make(chan struct{})}
+		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), foldDone: make(chan struct{}), chunk: opt.FoldChunk}
 	w.foldCtx, w.stopFolds = context.WithCancel(context.Background())
 	f := promauto.With(opt.Registerer)
 	w.m = metrics{
@@ -388,7 +392,7 @@ func (w *Writer) folder() {
 
 // fold folds until it reaches the end of every pending table, one chunk per transaction, each
 // bounded by FlushTimeout: a chunk that fails leaves its rows pending, and the chunks before it
-// stay folded. Only the folder calls it, and Close once the folder has stopped.
+// stay folded; one that ran out of time makes the next chunks smaller. Only the folder calls it, and Close once the folder has stopped.
 func (w *Writer) fold(ctx context.Context) error {
 	upTo, began := w.committed.Load(), time.Now()
 	defer w.readPending(ctx)
@@ -434,6 +438,9 @@ func (w *Writer) ended(began time.Time, caughtUp bool) {
 	w.foldDone = make(chan struct{})
 }
 
+// minChunk is the fewest pending rows of each table a fold transaction takes.
+const minChunk = 100
+
 // foldChunk folds one chunk from cur in a transaction of its own.
 func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Cursor, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
@@ -448,9 +455,15 @@ func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Curso
 			return err
 		}
 		var err error
-		next, moved, err = rollup.FoldChunk(ctx, tx, cur, w.opt.FoldChunk)
+		next, moved, err = rollup.FoldChunk(ctx, tx, cur, w.chunk)
 		return err
 	})
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		w.chunk = max(w.chunk/2, minChunk)
+	case err == nil:
+		w.chunk = min(w.chunk*2, w.opt.FoldChunk)
+	}
 	w.m.foldTime.Observe(time.Since(start).Seconds())
 	w.lastFold = time.Now()
 	if err != nil {
