@@ -44,22 +44,32 @@ const maxFound = 1024
 // file may be in the catalog format (YAML or JSON) or a LiteLLM price map; a model it defines
 // replaces the embedded model with the same provider and id.
 func Load(userFile string) (*Catalog, error) {
-	base, err := parseFile(embedded, "embedded catalog.yaml")
+	c, _, err := LoadReported(userFile)
+	return c, err
+}
+
+// LoadReported is Load, also returning what the user file contributed: the models it priced and
+// the entries it skipped, by reason (the zero report when userFile is ""). A service prints the
+// report's Warnings and Summary at start, so a skipped model is never a surprise.
+func LoadReported(userFile string) (*Catalog, LoadReport, error) {
+	base, _, err := parseFile(embedded, "embedded catalog.yaml")
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	if userFile == "" {
-		return build(base)
+		c, err := build(base)
+		return c, LoadReport{}, err
 	}
 	data, err := os.ReadFile(userFile)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	user, err := parseFile(data, filepath.Base(userFile))
+	user, rep, err := parseFile(data, filepath.Base(userFile))
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
-	return build(user, base)
+	c, err := build(user, base)
+	return c, rep, err
 }
 
 // build indexes layers of models, the first layer on top: a model replaces lower-layer models

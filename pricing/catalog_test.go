@@ -241,7 +241,7 @@ func TestModelJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := parseFile(all, "prices.json")
+	back, _, err := parseFile(all, "prices.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestCatalogFileErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			models, err := parseFile([]byte(tc.src), "t.yaml")
+			models, _, err := parseFile([]byte(tc.src), "t.yaml")
 			if err == nil {
 				_, err = build(models)
 			}

@@ -141,3 +141,32 @@ models:
 		})
 	}
 }
+
+// TestPricesSummary loads a LiteLLM-shaped file with a "last_updated" string and Azure's split
+// batch prices: it must load, warn once naming the skipped entry, and count what it priced.
+func TestPricesSummary(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "litellm.json")
+	src := `{"last_updated": "2026-11-30",
+	"sample_spec": {"litellm_provider": "one of ...", "input_cost_per_token": 0.0, "output_cost_per_token": 0.0},
+	"azure/us/gpt-4.1-nano-2025-04-14": {"litellm_provider": "azure", "mode": "chat", "input_cost_per_token": 1.1e-07,
+		"output_cost_per_token": 4.4e-07, "input_cost_per_token_batches": 6e-08, "output_cost_per_token_batches": 2.2e-07},
+	"dall-e-3": {"litellm_provider": "openai", "mode": "image_generation", "input_cost_per_pixel": 4e-08}}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runTest(t, nil, "prices", "--prices", path, "--summary")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "litellm.json (LiteLLM price map): 1 model priced; skipped 2 not priced per token, 1 not an entry") {
+		t.Errorf("stdout = %q", stdout)
+	}
+	if strings.Count(stderr, "warning:") != 1 || !strings.Contains(stderr, `"last_updated"`) {
+		t.Errorf("stderr = %q, want one warning naming last_updated", stderr)
+	}
+	code, stdout, stderr = runTest(t, nil, "prices", "--prices", path, "--model", "azure/us/gpt-4.1-nano-2025-04-14")
+	if code != 0 || !strings.Contains(stdout, "batch: -45.4545% input, -50% output") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -156,9 +156,15 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("timezone %q: %w", opt.Timezone, err)
 	}
-	catalog, err := pricing.Load(opt.PricesFile)
+	catalog, report, err := pricing.LoadReported(opt.PricesFile)
 	if err != nil {
 		return fmt.Errorf("load prices: %w", err)
+	}
+	if opt.PricesFile != "" {
+		for _, w := range report.Warnings() {
+			log.Warn("price file entry skipped", "entry", w)
+		}
+		log.Info("prices loaded", "file", opt.PricesFile, "summary", report.Summary())
 	}
 	var steps cleanup
 	defer func() {
