@@ -61,7 +61,8 @@ type TransportOptions struct {
 //   - usage, converted to the ledger's non-overlapping counts, from Anthropic Messages, OpenAI Chat
 //     Completions (streams need stream_options.include_usage), OpenAI Responses and Gemini
 //     generateContent, plain JSON or SSE, chosen by the URL path; other paths are recorded without
-//     usage;
+//     usage. A 2xx answer of those APIs that carried no usage (a chat stream without
+//     include_usage) is recorded with UsageUnknown: counted apart, never priced at $0;
 //   - request id, service, operation, tenant and fallback from the context (WithRequest), with
 //     attempts of the same logical request numbered 1, 2, 3, ... (the SDK's own retries included);
 //     without a call in the context each HTTP request is its own logical request;
@@ -321,7 +322,10 @@ func (r *recording) finish(how end, err error, opaque bool) {
 		r.a.Status, r.a.ErrorClass = schema.StatusCancelled, schema.ErrorCancelled
 	}
 	m.usage.apply(&r.a)
-	if !m.hasUsage && !opaque && r.a.Status == schema.StatusOK {
+	if !m.hasUsage && !opaque && m.failed == "" {
+		// The answer was billed but said nothing of its tokens (an OpenAI chat stream without
+		// stream_options.include_usage): unknown, which the ledger never prices at $0.
+		r.a.UsageUnknown = true
 		r.t.log.Debug("ledgerd client: no usage in response", "provider", r.a.Provider, "model", r.a.Model,
 			"request_id", r.a.RequestID)
 	}

@@ -132,6 +132,20 @@ func TestTransportProviderResponses(t *testing.T) {
 			reply{status: 200, file: "openai-chat-stream.sse"},
 			ok("openai", "gpt-4o", 200, 86, 0, 0, 3840, 9, 0),
 		},
+		{ // a chat stream sent without stream_options.include_usage carries no usage: the record says
+			// usage unknown, so the ledger never prices it at $0
+			"openai chat stream without usage", "openai", "/v1/chat/completions",
+			`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"SECRET PROMPT"}]}`,
+			reply{status: 200, header: map[string]string{"content-type": "text/event-stream"}, body: "data: " +
+				`{"object":"chat.completion.chunk","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}` +
+				"\n\ndata: " + `{"object":"chat.completion.chunk","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` +
+				"\n\ndata: [DONE]\n\n"},
+			func() schema.Attempt {
+				a := ok("openai", "gpt-4o", 200, 0, 0, 0, 0, 0, 0)
+				a.UsageUnknown = true
+				return a
+			}(),
+		},
 		{ // a request naming no model (an Azure deployment) takes the model the response names
 			"model from response", "azure.ai.openai", "/openai/deployments/d1/chat/completions",
 			`{"messages":[]}`, reply{status: 200, file: "openai-chat.json"},

@@ -87,6 +87,10 @@ func variedBatch(n int) []schema.Attempt {
 				OutputTokens: schema.RateLimit{Reset: at.Add(time.Second)},
 			}
 		}
+		if i%11 == 3 { // an answer without usage: no counts, never priced
+			a.UsageUnknown = true
+			a.InputTokens, a.OutputTokens, a.ReasoningTokens, a.CacheWriteTokens, a.CacheWrite1hTokens, a.CacheReadTokens = 0, 0, 0, 0, 0, 0
+		}
 		cost := flatPrice(&a).Cost
 		switch rng.IntN(4) {
 		case 1: // agrees with ledgerd's

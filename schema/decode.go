@@ -123,7 +123,7 @@ var fieldKinds = map[string]string{
 	"output_tokens": "a whole number", "cache_write_tokens": "a whole number",
 	"cache_write_1h_tokens": "a whole number", "cache_read_tokens": "a whole number",
 	"reasoning_tokens": "a whole number", "cost_usd": "a decimal string or number",
-	"fallback": "true or false", "fallback_from": "a string", "batch": "true or false",
+	"fallback": "true or false", "fallback_from": "a string", "batch": "true or false", "usage_unknown": "true or false",
 	"prompt_hash": "a string", "metadata": "an object of string values", "org": "a string",
 }
 
@@ -171,6 +171,7 @@ type wire struct {
 	Fallback           *bool             `json:"fallback"`
 	FallbackFrom       *string           `json:"fallback_from"`
 	Batch              *bool             `json:"batch"`
+	UsageUnknown       *bool             `json:"usage_unknown"`
 	PromptHash         *string           `json:"prompt_hash"`
 	Metadata           map[string]string `json:"metadata"`
 	Org                *string           `json:"org"`
@@ -445,6 +446,9 @@ func (w *wire) attempt() (Attempt, *FieldError) {
 	if w.Batch != nil {
 		a.Batch = *w.Batch
 	}
+	if w.UsageUnknown != nil {
+		a.UsageUnknown = *w.UsageUnknown
+	}
 	if len(w.CostUSD) > 0 && string(w.CostUSD) != "null" {
 		var c money.Nanos
 		if err := json.Unmarshal(w.CostUSD, &c); err != nil {
@@ -578,6 +582,9 @@ func (a *Attempt) validateTokens() *FieldError {
 	for _, c := range counts {
 		if c.v < 0 || c.v > MaxTokens {
 			return &FieldError{Field: c.name, Reason: "must be between 0 and 1000000000"}
+		}
+		if a.UsageUnknown && c.v != 0 {
+			return &FieldError{Field: c.name, Reason: "must be absent when usage_unknown is true (the counts are unknown)"}
 		}
 	}
 	if a.CacheWrite1hTokens > a.CacheWriteTokens {

@@ -81,7 +81,7 @@ func breakdownView(f frame, d breakdownData, path string) templ.Component {
 					}()
 				}
 				ctx = templ.InitializeContext(ctx)
-				templ_7745c5c3_Err = spend(d.Total.CostUSD, d.Total.UnpricedAttempts).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = spend(d.Total.CostUSD, d.Total.UnpricedAttempts, d.Total.UsageUnknownAttempts).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -130,7 +130,7 @@ func breakdownView(f frame, d breakdownData, path string) templ.Component {
 					}()
 				}
 				ctx = templ.InitializeContext(ctx)
-				templ_7745c5c3_Err = costPerCall(d.Total.CostUSD, d.Total.UnpricedAttempts, d.Total.Requests).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = costPerCall(d.Total.CostUSD, d.Total.UnpricedAttempts+d.Total.UsageUnknownAttempts, d.Total.Requests).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -385,7 +385,7 @@ func statsTable(t breakdown) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = spend(r.Stats.CostUSD, r.Stats.UnpricedAttempts).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = spend(r.Stats.CostUSD, r.Stats.UnpricedAttempts, r.Stats.UsageUnknownAttempts).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -393,7 +393,7 @@ func statsTable(t breakdown) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = costPerCall(r.Stats.CostUSD, r.Stats.UnpricedAttempts, r.Stats.Requests).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = costPerCall(r.Stats.CostUSD, r.Stats.UnpricedAttempts+r.Stats.UsageUnknownAttempts, r.Stats.Requests).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

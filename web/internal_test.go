@@ -1,9 +1,13 @@
 package web
 
 import (
+	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/money"
 )
 
 var testNow = time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
@@ -123,5 +127,38 @@ func TestCapped(t *testing.T) {
 		if len(b.Rows) != min(n, maxRows) || b.Hidden != max(0, n-maxRows) {
 			t.Errorf("%d rows: kept %d, hidden %d", n, len(b.Rows), b.Hidden)
 		}
+	}
+}
+
+// TestSpendUsageUnknown renders the spend of groups with attempts whose usage is unknown: they are
+// flagged as "usage unknown (N)" beside the amount, like unpriced ones, and never read as $0.
+func TestSpendUsageUnknown(t *testing.T) {
+	t.Parallel()
+	cost := money.Nanos(2_350_000_000)
+	cases := []struct {
+		name              string
+		cost              *money.Nanos
+		unpriced, unknown int64
+		want              string
+	}{
+		// only usage-unknown attempts: no amount at all
+		{"all unknown", nil, 0, 439, "usage unknown (439)"},
+		// some priced, some without usage: the amount and the flag
+		{"partly unknown", &cost, 0, 2007, "$2.35+ usage unknown (2,007)"},
+		// both kinds of missing cost are named
+		{"both", nil, 3, 2, "unpriced (3)usage unknown (2)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			if err := spend(tc.cost, tc.unpriced, tc.unknown).Render(context.Background(), &b); err != nil {
+				t.Fatal(err)
+			}
+			text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(b.String(), "")
+			if text = strings.Join(strings.Fields(text), ""); text != strings.ReplaceAll(tc.want, " ", "") {
+				t.Errorf("rendered %q, want %q", text, tc.want)
+			}
+		})
 	}
 }

@@ -93,7 +93,9 @@ type spender struct {
 	// Cost is the spend of the priced attempts; nil when every attempt was unpriced.
 	Cost     *money.Nanos
 	Unpriced int64
-	Calls    int64
+	// Unknown counts the attempts whose answer carried no usage.
+	Unknown int64
+	Calls   int64
 }
 
 // topSpenders adds up groups by their name (a service from its operations, say) and returns the n
@@ -117,6 +119,7 @@ func topSpenders(groups []analytics.Group, n int, name func(analytics.Key) (labe
 			s.Cost = &c
 		}
 		s.Unpriced += g.UnpricedAttempts
+		s.Unknown += g.UsageUnknownAttempts
 		s.Calls += g.Requests
 	}
 	slices.SortStableFunc(out, func(a, b *spender) int {

@@ -58,7 +58,8 @@ func TestPageFigures(t *testing.T) {
 		{name: "fallback has no calls of its own", path: "/models", table: "models", row: "openai / gpt-4o", col: "cost-per-call", want: "–"},
 		{name: "unpriced model is unpriced, not $0", path: "/models", table: "models", row: "acme / acme-llm-2-preview", col: "spend", want: "unpriced (3)"},
 		{name: "unpriced model has no cost per call", path: "/models", table: "models", row: "acme / acme-llm-2-preview", col: "cost-per-call", want: "unpriced"},
-		{name: "no cost per call counts unpriced calls as free", path: "/models", testid: "total-cost-per-call", want: "partly unpriced"},
+		// partly unpriced: the priced attempts' cost per call, a lower bound, and said to be one
+		{name: "partly unpriced cost per call is a lower bound", path: "/models", testid: "total-cost-per-call", want: "at least $0.1854 (priced attempts only)"},
 
 		// Services and their drill-down to operations and tenants.
 		{name: "service spend", path: "/services", table: "services", row: "support-bot", col: "spend", want: "$2.35"},
