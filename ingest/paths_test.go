@@ -173,7 +173,7 @@ func TestFastPathMatchesExact(t *testing.T) {
 				if err := w.Close(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if got != c.want {
+				if got.Accepted != c.want.Accepted || got.Duplicates != c.want.Duplicates {
 					t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 				}
 				if n := counter(t, reg, "ledgerd_writer_exact_flushes_total"); n != c.wantExact {

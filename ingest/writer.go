@@ -88,6 +88,9 @@ type Committed struct {
 type Result struct {
 	Accepted   int
 	Duplicates int
+	// Unpriced lists, by position in the records submitted, those the price function could not
+	// price (a usage-unknown record is not among them: its model may well have a price).
+	Unpriced []int
 }
 
 // Writer is the single path by which records reach the attempts table.
@@ -248,7 +251,16 @@ func (w *Writer) Submit(ctx context.Context, projectID int64, recs []schema.Atte
 	}
 	select {
 	case <-j.done:
-		return j.res, j.err
+		if j.err != nil {
+			return j.res, j.err
+		}
+		res := j.res
+		for i := range j.rows {
+			if !j.rows[i].cost.Priced && !j.rows[i].a.UsageUnknown {
+				res.Unpriced = append(res.Unpriced, i)
+			}
+		}
+		return res, nil
 	case <-ctx.Done():
 		return Result{}, fmt.Errorf("wait for commit: %w", ctx.Err())
 	}

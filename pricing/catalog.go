@@ -256,14 +256,27 @@ func (c *Catalog) Versions() []Version {
 	return out
 }
 
-// Suggest returns up to n known ids and aliases nearest to model, for "unknown model" messages:
-// by edit distance ignoring case, a name that extends or contains model counting as one edit away,
-// ties broken alphabetically.
-func (c *Catalog) Suggest(model string, n int) []string {
+// Suggest returns up to n known ids and aliases close to model, of any provider, for "unknown
+// model" messages; see SuggestFor.
+func (c *Catalog) Suggest(model string, n int) []string { return c.SuggestFor("", model, n) }
+
+// SuggestFor returns up to n known ids and aliases close to model, for "unknown model" messages:
+// only close matches, so that an unknown id is never answered with unrelated models. Close means
+// within maxSuggestDistance edits ignoring case, a name that extends or contains model counting as
+// one edit away; when provider names a provider of the catalog only its models are candidates.
+// Nearest first, ties broken alphabetically; nil when nothing is close.
+func (c *Catalog) SuggestFor(provider, model string, n int) []string {
 	if n <= 0 {
 		return nil
 	}
 	q := strings.ToLower(strings.TrimSpace(model))
+	if p, rest, ok := strings.Cut(q, "/"); ok && c.hasProvider(NormalizeProvider(p)) {
+		provider, q = p, rest
+	}
+	prov := NormalizeProvider(provider)
+	if !c.hasProvider(prov) {
+		prov = ""
+	}
 	type cand struct {
 		name string
 		dist int
@@ -271,6 +284,9 @@ func (c *Catalog) Suggest(model string, n int) []string {
 	seen := map[string]bool{}
 	var cands []cand
 	for _, m := range c.models {
+		if prov != "" && m.Provider != prov {
+			continue
+		}
 		for _, name := range append([]string{m.ID}, m.Aliases...) {
 			if seen[name] {
 				continue
@@ -286,7 +302,9 @@ func (c *Catalog) Suggest(model string, n int) []string {
 					d = min(d, 1)
 				}
 			}
-			cands = append(cands, cand{name, d})
+			if d <= maxSuggestDistance(q) {
+				cands = append(cands, cand{name, d})
+			}
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool {
@@ -295,12 +313,17 @@ func (c *Catalog) Suggest(model string, n int) []string {
 		}
 		return cands[i].name < cands[j].name
 	})
-	out := make([]string, 0, n)
+	var out []string
 	for _, cd := range cands[:min(n, len(cands))] {
 		out = append(out, cd.name)
 	}
 	return out
 }
+
+// maxSuggestDistance is how many edits away a suggestion for q may be: a quarter of its length,
+// at least 2 (a typo and a missing dash) and at most 6. "claude-haiku-9" finds
+// "claude-haiku-4-5" (3 edits) but not "gpt-4o".
+func maxSuggestDistance(q string) int { return min(max(2, len(q)/4), 6) }
 
 // distance is the Levenshtein distance between a and b, in bytes.
 func distance(a, b string) int {

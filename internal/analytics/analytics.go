@@ -119,10 +119,19 @@ const MaxRange = 400 * 24 * time.Hour
 type ParamError struct {
 	Param  string
 	Reason string
+	// Others are the request's other bad parameters, so that one answer names them all.
+	Others []*ParamError
 }
 
-// Error formats the error as "param: reason", the message of the 400 answer.
-func (e *ParamError) Error() string { return e.Param + ": " + e.Reason }
+// Error formats the error as "param: reason", followed by "; param: reason" for each of the
+// others: the message of the 400 answer.
+func (e *ParamError) Error() string {
+	s := e.Param + ": " + e.Reason
+	for _, o := range e.Others {
+		s += "; " + o.Error()
+	}
+	return s
+}
 
 func badParam(param, format string, args ...any) error {
 	return &ParamError{Param: param, Reason: fmt.Sprintf(format, args...)}

@@ -74,7 +74,7 @@ func Unpriced(ctx context.Context, db Querier, cat *pricing.Catalog, projectID i
 		}
 		m.FirstSeen, m.LastSeen = first.Format(time.DateOnly), last.Format(time.DateOnly)
 		if _, m.InCatalog = cat.Lookup(m.Provider, m.Model); !m.InCatalog {
-			m.Nearest = cat.Suggest(m.Model, 3)
+			m.Nearest = cat.SuggestFor(m.Provider, m.Model, 3)
 		}
 		return m, nil
 	})

@@ -208,6 +208,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	srv := server.New(server.Options{
 		Store: st, Writer: writer, Logger: log, Registry: reg, Now: opt.Now,
 		MaxBodyBytes: opt.MaxBodyBytes,
+		Suggest:      func(provider, model string) []string { return catalog.SuggestFor(provider, model, 3) },
 		Ready: func(ctx context.Context) error {
 			cur, latest, err := migrations.Versions(ctx, st.Pool)
 			if err != nil {
