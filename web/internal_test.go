@@ -162,3 +162,23 @@ func TestSpendUsageUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeText checks that an alert's scope reads as words, not as raw label pairs: the labels
+// every alert carries are left out and the rest come in the order a reader narrows down.
+func TestScopeText(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"alertname": "retry-storm", "kind": "attempts_per_call", "severity": "warning", "project": "acme",
+			"service": "router", "operation": "classify", "model": "claude-haiku-5-5", "team": "platform"},
+			"model claude-haiku-5-5 · service router · operation classify · team platform"},
+		{map[string]string{"alertname": "budget", "kind": "monthly_budget", "project": "acme"}, "whole project"},
+	}
+	for _, c := range cases {
+		if got := scopeText(c.labels); got != c.want {
+			t.Errorf("scopeText(%v) = %q, want %q", c.labels, got, c.want)
+		}
+	}
+}

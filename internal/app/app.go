@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,9 @@ type Options struct {
 	Migrate bool
 	// Timezone counts days and months for rollups, projections and alerts (UTC).
 	Timezone string
+	// PublicURL is ledgerd's address as people reach it (https://ledgerd.example.com): alert
+	// notifications link to the dashboard under it. It overrides the config's alerts.external_url.
+	PublicURL string
 	// PricesFile is a price file merged over the embedded catalog (none).
 	PricesFile string
 	// MaxBodyBytes bounds an ingest body (16 MiB).
@@ -155,6 +159,12 @@ func Run(ctx context.Context, opt Options) (err error) {
 	tz, err := time.LoadLocation(opt.Timezone)
 	if err != nil {
 		return fmt.Errorf("timezone %q: %w", opt.Timezone, err)
+	}
+	if opt.PublicURL != "" {
+		u, err := url.Parse(opt.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("public URL %q must be an http(s) URL such as https://ledgerd.example.com", opt.PublicURL)
+		}
 	}
 	catalog, report, err := pricing.LoadReported(opt.PricesFile)
 	if err != nil {

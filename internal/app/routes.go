@@ -49,6 +49,9 @@ func mount(ctx context.Context, d Deps, steps *cleanup) error {
 	if err != nil {
 		return err
 	}
+	if d.Options.PublicURL != "" {
+		alertCfg.ExternalURL = d.Options.PublicURL
+	}
 	ev := alerts.New(alertCfg, alerts.Options{Pool: d.Store.Pool, Timezone: d.Timezone, Now: d.Now, Logger: d.Logger, Registerer: d.Registry, Sync: d.Writer.Sync})
 	ev.Mount(d.Server)
 	ev.Start(ctx)
