@@ -182,3 +182,14 @@ func TestScopeText(t *testing.T) {
 		}
 	}
 }
+
+// TestBasisText checks that the projection card says what its run rate averages, a young
+// ledger's few days included.
+func TestBasisText(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{0: "today so far", 1: "1 complete day", 2: "2 complete days (a young ledger)", 7: "the last 7 complete days"} {
+		if got := basisText(n); got != want {
+			t.Errorf("basisText(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

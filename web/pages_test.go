@@ -156,8 +156,10 @@ func TestPageFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc := s.get(t, s.keyAcme, "/", http.StatusOK)
-		want := p.ProjectedUSD.USD() + " " + p.ProjectedLowUSD.USD() + " to " + p.ProjectedHighUSD.USD() + " No budget set"
-		if got := testText(doc, "projected"); got != want {
+		want := p.ProjectedUSD.USD() + " " + p.ProjectedLowUSD.USD() + " to " + p.ProjectedHighUSD.USD() +
+			" month to date + the mean of the last 7 complete days × " + strconv.FormatFloat(p.DaysRemaining, 'f', 1, 64) +
+			" days left (costcalc ledger scales its window instead) No budget set"
+		if got := strings.Join(strings.Fields(strings.ReplaceAll(testText(doc, "projected"), "( ", "(")), " "); got != want {
 			t.Errorf("projected: got %q, want %q", got, want)
 		}
 	})

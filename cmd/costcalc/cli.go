@@ -135,6 +135,9 @@ func (c common) setup(e env) (*pricing.Catalog, time.Time, error) {
 	if file == "" {
 		file = e.getenv("LEDGERD_PRICES")
 	}
+	if file != "" {
+		progress(e, "loading prices from %s...", file)
+	}
 	cat, rep, err := pricing.LoadReported(file)
 	if err != nil {
 		return nil, time.Time{}, err

@@ -102,13 +102,15 @@ models:
 		// an unknown command is bad usage
 		{"unknown command", nil, []string{"ledgr"}, 2, "", `unknown command "ledgr"`},
 		// an unknown model is bad usage and names the nearest ids
-		{"unknown model", nil, []string{"estimate", "--model", "claude-haiku-5.5", "--calls-per-day", "1"}, 2, "", "did you mean claude-haiku-5-5"},
+		{"unknown model", nil, []string{"estimate", "--model", "claude-haiku-5.5", "--calls-per-day", "1", "--input-tokens", "100"}, 2, "", "did you mean claude-haiku-5-5"},
 		// required flags
 		{"missing flags", nil, []string{"estimate", "--model", "gpt-4o"}, 2, "", "needs --model and --calls-per-day"},
+		// no token flag at all would price a call at $0.00: refused, saying what is needed
+		{"no tokens", nil, []string{"estimate", "--model", "gpt-4o", "--calls-per-day", "1000"}, 2, "", "needs the tokens of one call: --input-tokens and --output-tokens"},
 		// an unknown flag
 		{"unknown flag", nil, []string{"prices", "--modle", "x"}, 2, "", "flag provided but not defined"},
 		// a non-numeric count
-		{"bad number", nil, []string{"estimate", "--model", "gpt-4o", "--calls-per-day", "lots"}, 2, "", "not a non-negative decimal"},
+		{"bad number", nil, []string{"estimate", "--model", "gpt-4o", "--calls-per-day", "lots", "--input-tokens", "100"}, 2, "", "not a non-negative decimal"},
 		// a hit rate above 100%
 		{"bad hit rate", nil, []string{"cache", "--model", "gpt-4o", "--prefix-tokens", "10", "--calls", "2", "--hit-rate", "120%"}, 2, "", "above 1"},
 		// a bad TTL
@@ -124,9 +126,9 @@ models:
 		// --prices wins over the environment
 		{"flag over env", map[string]string{"LEDGERD_PRICES": filepath.Join(dir, "nope.yaml")}, []string{"prices", "--prices", custom, "--model", "acme/acme-1"}, 0, "acme/acme-1", ""},
 		// a batch estimate on a model without a known batch price says so
-		{"no batch price", nil, []string{"estimate", "--model", "gpt-6-sol", "--calls-per-day", "1", "--batch"}, 1, "", "no batch price"},
+		{"no batch price", nil, []string{"estimate", "--model", "gpt-6-sol", "--calls-per-day", "1", "--batch", "--input-tokens", "100"}, 1, "", "no batch price"},
 		// a model without a price yet at --at is unpriced
-		{"before launch", nil, []string{"estimate", "--model", "claude-haiku-5-5", "--calls-per-day", "1", "--at", "2026-01-01"}, 1, "", "no price in effect"},
+		{"before launch", nil, []string{"estimate", "--model", "claude-haiku-5-5", "--calls-per-day", "1", "--at", "2026-01-01", "--input-tokens", "100"}, 1, "", "no price in effect"},
 		// -h prints the flags and succeeds
 		{"subcommand help", nil, []string{"cache", "-h"}, 0, "", "-prefix-tokens"},
 	}
