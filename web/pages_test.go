@@ -56,6 +56,8 @@ func TestPageFigures(t *testing.T) {
 		{name: "model error rate", path: "/models", table: "models", row: "anthropic / claude-sonnet-5-5", col: "error-rate", want: "7.7%"},
 		{name: "fallback model spend apart", path: "/models", table: "models", row: "openai / gpt-4o", col: "spend", want: "$0.35"},
 		{name: "fallback has no calls of its own", path: "/models", table: "models", row: "openai / gpt-4o", col: "cost-per-call", want: "–"},
+		// a fallback row says where its calls are counted, rather than "0" beside its attempts
+		{name: "fallback calls are the primary's", path: "/models", table: "models", row: "openai / gpt-4o", col: "calls", want: "– counted on the primary"},
 		{name: "unpriced model is unpriced, not $0", path: "/models", table: "models", row: "acme / acme-llm-2-preview", col: "spend", want: "unpriced (3)"},
 		{name: "unpriced model has no cost per call", path: "/models", table: "models", row: "acme / acme-llm-2-preview", col: "cost-per-call", want: "unpriced"},
 		// partly unpriced: the priced attempts' cost per call, a lower bound, and said to be one
