@@ -19,11 +19,14 @@ build:
 	$(GO) build -o bin/costcalc ./cmd/costcalc
 	$(GO) build -o bin/ledgerload ./cmd/ledgerload
 
-# run starts ledgerd on 127.0.0.1:8080 with its own PostgreSQL under ./.ledgerd (set
-# LEDGERD_DATABASE_URL to use a server of your own instead).
+# run starts ledgerd on 127.0.0.1:8080 with its own PostgreSQL under ./.ledgerd. To use a server
+# of your own, export DATABASE_URL (or set LEDGERD_DATABASE_URL, which wins); the Makefile's own
+# default DATABASE_URL, the test server, is never used by run. Other flags go in RUN_ARGS:
+#   make run RUN_ARGS="--listen 127.0.0.1:9090 --data-dir /tmp/ledgerd"
+RUN_DATABASE_URL = $(or $(LEDGERD_DATABASE_URL),$(if $(filter environment command line,$(origin DATABASE_URL)),$(DATABASE_URL)))
 run: build
 	bash scripts/install-deps.sh postgresql
-	DATABASE_URL="$(LEDGERD_DATABASE_URL)" ./bin/ledgerd serve $(RUN_ARGS)
+	DATABASE_URL="$(RUN_DATABASE_URL)" ./bin/ledgerd serve $(RUN_ARGS)
 
 # test runs every test: unit, PostgreSQL, browser (headless Chromium), Prometheus and Alertmanager
 # end-to-end, the short reliability drills, the freshness of generated files and go.mod, and the
@@ -57,7 +60,8 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/analytics/
 
 # demo: ledgerd on its own embedded database (.ledgerd-demo) with 30 days of synthetic history,
-# on 127.0.0.1:8080 until Ctrl-C.
+# on 127.0.0.1:8080 until Ctrl-C. Port and folder: make demo LISTEN=127.0.0.1:9090 DEMO_DIR=/tmp/demo
+# (LEDGERD_DATABASE_URL: a PostgreSQL of your own, whose data it adds to).
 demo:
 	bash scripts/install-deps.sh postgresql
 	bash scripts/demo.sh

@@ -60,7 +60,8 @@ type Config struct {
 	// HistoryRetention is how long firing and resolved events stay in the alert history (2160h,
 	// 90 days); the leader deletes older ones after each evaluation.
 	HistoryRetention time.Duration
-	// ExternalURL is ledgerd's address as people reach it; alerts link to it (none).
+	// ExternalURL is ledgerd's address as people reach it; alerts link to the dashboard's Alerts
+	// page under it (none). ledgerd serve --public-url overrides it.
 	ExternalURL string
 	// Rules are evaluated in order; nil means the defaults of DefaultRules.
 	Rules []Rule
@@ -307,7 +308,37 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := cfg.checkSecretFiles(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	return cfg, nil
+}
+
+// checkSecretFiles reads every receiver's secret files once, so that a file that does not exist,
+// cannot be read or is empty stops the start, naming the receiver and the file, rather than the
+// first delivery failing hours later. The files are read again at each delivery, so a rotated
+// secret is still taken up without a restart.
+func (c *Config) checkSecretFiles() error {
+	for _, r := range c.Receivers {
+		var secrets []notify.Secret
+		switch {
+		case r.Webhook != nil:
+			secrets = []notify.Secret{r.Webhook.URL, r.Webhook.BearerToken}
+		case r.Slack != nil:
+			secrets = []notify.Secret{r.Slack.URL}
+		case r.Alertmanager != nil:
+			secrets = []notify.Secret{r.Alertmanager.URL, r.Alertmanager.BearerToken}
+		}
+		for _, s := range secrets {
+			if s.File() == "" {
+				continue
+			}
+			if _, err := s.Get(); err != nil {
+				return fmt.Errorf("receiver %q: %w", r.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Parse reads a configuration file's content strictly: an unknown key, a value of the wrong kind

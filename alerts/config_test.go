@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -256,7 +257,12 @@ func TestParseErrors(t *testing.T) {
 // documentation cannot drift from the parser.
 func TestShippedConfigs(t *testing.T) {
 	t.Parallel()
-	if _, err := alerts.Load("../examples/ledgerd.yaml"); err != nil {
+	// Parsed, not loaded: its secret files (/run/secrets/...) exist only where it is deployed.
+	example, err := os.ReadFile("../examples/ledgerd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alerts.Parse(example); err != nil {
 		t.Errorf("examples/ledgerd.yaml: %v", err)
 	}
 	doc, err := os.ReadFile("../docs/alerts.md")
@@ -348,4 +354,39 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadChecksSecretFiles checks that a receiver whose secret file does not exist, or is empty,
+// stops the start naming the receiver and the file, and that a readable one loads.
+func TestLoadChecksSecretFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good, empty := filepath.Join(dir, "hook-url"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(good, []byte("https://hooks.example.com/T1/B2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing-token")
+	cases := []struct {
+		name, receivers, want string
+	}{
+		{"readable", "  - {name: ops, slack: {url_file: " + good + "}}\n", ""},
+		{"missing token", "  - {name: ops, webhook: {url: \"https://x.example.com\", bearer_token_file: " + missing + "}}\n", `receiver "ops": read secret file: open ` + missing},
+		{"empty url", "  - {name: am, alertmanager: {url_file: " + empty + "}}\n", `receiver "am": secret file ` + empty + " is empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "ledgerd.yaml")
+			if err := os.WriteFile(path, []byte("receivers:\n"+tc.receivers), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := alerts.Load(path)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Load: %v, want %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -195,6 +196,13 @@ func recordHistory(ctx context.Context, tx pgx.Tx, a alertRow, status string, at
 	return err
 }
 
+// GeneratorURL is the dashboard's page of the alert with this fingerprint, under ledgerd's public
+// address: the Alerts page, scrolled to the alert's row (the page's login sends a person who is not
+// signed in there after signing in). The API's /v1/alerts would answer a browser 401.
+func GeneratorURL(publicURL, fingerprint string) string {
+	return strings.TrimRight(publicURL, "/") + "/alerts#alert-" + fingerprint
+}
+
 // payload turns a state row into the notification receivers get.
 func payload(a alertRow, status notify.Status, externalURL string) notify.Alert {
 	n := notify.Alert{Version: "1", Status: status, Fingerprint: a.Fingerprint, Rule: a.Rule, Kind: a.Kind,
@@ -204,7 +212,7 @@ func payload(a alertRow, status notify.Status, externalURL string) notify.Alert 
 		n.EndsAt = *a.ResolvedAt
 	}
 	if externalURL != "" {
-		n.GeneratorURL = externalURL + "/v1/alerts"
+		n.GeneratorURL = GeneratorURL(externalURL, a.Fingerprint)
 	}
 	return n
 }

@@ -65,14 +65,14 @@ func WithFallback(ctx context.Context, from string) context.Context {
 	return WithRequest(ctx, c)
 }
 
-// nextAttempt returns the call ctx carries and the number of the HTTP attempt about to be made. A
-// context without a call gets a new request id and attempt number 1.
-func nextAttempt(ctx context.Context) (Call, int) {
+// nextAttempt returns the call ctx carries and the number of the HTTP attempt about to be made;
+// inCall is false for a context without a call, which gets a new request id and attempt number 1.
+func nextAttempt(ctx context.Context) (c Call, no int, inCall bool) {
 	st, ok := ctx.Value(callKey{}).(*callState)
 	if !ok {
-		return Call{RequestID: newID()}, 1
+		return Call{RequestID: newID()}, 1, false
 	}
-	return st.call, int(st.attempts.Add(1))
+	return st.call, int(st.attempts.Add(1)), true
 }
 
 // newID returns 128 random bits as 32 hex digits.

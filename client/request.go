@@ -23,10 +23,10 @@ const maxPresize = 64 << 20
 
 // readRequest finds the model and stream fields of a JSON request body. The body is read into
 // memory, the caller's req is left as it was, and a shallow copy with the same bytes as its body is
-// returned to be sent on.
-func readRequest(req *http.Request) (*http.Request, requestFields, error) {
+// returned to be sent on, with the bytes (nil when the body was not read).
+func readRequest(req *http.Request) (*http.Request, requestFields, []byte, error) {
 	if req.Body == nil || req.Body == http.NoBody || !isJSON(req.Header.Get("Content-Type"), true) {
-		return req, requestFields{}, nil
+		return req, requestFields{}, nil, nil
 	}
 	var buf bytes.Buffer
 	if req.ContentLength > 0 && req.ContentLength < maxPresize {
@@ -37,7 +37,7 @@ func readRequest(req *http.Request) (*http.Request, requestFields, error) {
 		err = cerr
 	}
 	if err != nil {
-		return nil, requestFields{}, err
+		return nil, requestFields{}, nil, err
 	}
 	b := buf.Bytes()
 	f := scanRequest(b)
@@ -46,7 +46,7 @@ func readRequest(req *http.Request) (*http.Request, requestFields, error) {
 	out.Body = io.NopCloser(bytes.NewReader(b))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	out.ContentLength = int64(len(b))
-	return out, f, nil
+	return out, f, b, nil
 }
 
 // isJSON reports whether a Content-Type is JSON (an empty one counts when orEmpty).

@@ -61,10 +61,14 @@ type TransportOptions struct {
 //   - usage, converted to the ledger's non-overlapping counts, from Anthropic Messages, OpenAI Chat
 //     Completions (streams need stream_options.include_usage), OpenAI Responses and Gemini
 //     generateContent, plain JSON or SSE, chosen by the URL path; other paths are recorded without
-//     usage;
+//     usage. A 2xx answer of those APIs that carried no usage (a chat stream without
+//     include_usage) is recorded with UsageUnknown: counted apart, never priced at $0;
 //   - request id, service, operation, tenant and fallback from the context (WithRequest), with
 //     attempts of the same logical request numbered 1, 2, 3, ... (the SDK's own retries included);
-//     without a call in the context each HTTP request is its own logical request;
+//     without a call in the context, the retries an SDK makes by itself are still numbered as
+//     attempts of one logical request when it says so in its headers (X-Stainless-Retry-Count,
+//     sent by the Anthropic and OpenAI Go SDKs; Idempotency-Key), and any other HTTP request is
+//     its own logical request;
 //   - status and error class from the HTTP status, the error body, or an error event inside a 2xx
 //     stream; a stream that ends before its final event is a connection_error, with the usage seen so
 //     far; a cancelled context gives status cancelled, a deadline the class timeout;
@@ -93,6 +97,8 @@ type Transport struct {
 	org      string
 	log      *slog.Logger
 	now      func() time.Time
+	// retries numbers an SDK's own retries of a call made without WithRequest.
+	retries retryCalls
 }
 
 // NewTransport returns a Transport that hands its records to sink.
@@ -134,7 +140,7 @@ const maxErrorBody = 64 << 10
 // RoundTrip sends req through the base RoundTripper and records the attempt. Errors of the base
 // RoundTripper are returned unchanged.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	out, fields, err := readRequest(req)
+	out, fields, body, err := readRequest(req)
 	if err != nil {
 		return nil, fmt.Errorf("ledgerd client: read request body: %w", err)
 	}
@@ -143,7 +149,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// would dilute error rates and attempts per call.
 		return t.base.RoundTrip(out)
 	}
-	r := t.begin(req)
+	r := t.begin(req, body)
 	if fields.Model != "" {
 		r.a.Model = fields.Model
 	}
@@ -199,11 +205,17 @@ func modelCall(req *http.Request, bodyModel string) bool {
 	return dialectOf(req.URL.Path) != dialectNone || bodyModel != "" || modelFromPath(req.URL.Path) != ""
 }
 
-// begin starts the record of an attempt of req.
-func (t *Transport) begin(req *http.Request) *recording {
+// begin starts the record of an attempt of req, whose body is body. Without a call in the
+// context, an SDK's retries of one call are numbered by their headers (retries.go).
+func (t *Transport) begin(req *http.Request, body []byte) *recording {
 	ctx := req.Context()
-	call, no := nextAttempt(ctx)
 	r := &recording{t: t, ctx: ctx, start: t.now(), meter: meter{dialect: dialectOf(req.URL.Path)}}
+	call, no, inCall := nextAttempt(ctx)
+	if !inCall {
+		if c, n := t.retries.attempt(req, body, r.start); c != nil {
+			r.retry, call.RequestID, no = c, c.requestID, n
+		}
+	}
 	r.a = schema.Attempt{
 		AttemptID: newID(), RequestID: call.RequestID, AttemptNo: min(no, schema.MaxAttemptNo), StartedAt: r.start,
 		Provider: t.provider, Model: modelFromPath(req.URL.Path), Service: call.Service,
@@ -278,6 +290,8 @@ type recording struct {
 	start time.Time
 	a     schema.Attempt
 	meter meter
+	// retry is the SDK call this attempt belongs to, when numbered by its retry headers.
+	retry *retryCall
 }
 
 // elapsed is the latency so far in milliseconds, within the ledger's range whatever the clock does.
@@ -321,7 +335,10 @@ func (r *recording) finish(how end, err error, opaque bool) {
 		r.a.Status, r.a.ErrorClass = schema.StatusCancelled, schema.ErrorCancelled
 	}
 	m.usage.apply(&r.a)
-	if !m.hasUsage && !opaque && r.a.Status == schema.StatusOK {
+	if !m.hasUsage && !opaque && m.failed == "" {
+		// The answer was billed but said nothing of its tokens (an OpenAI chat stream without
+		// stream_options.include_usage): unknown, which the ledger never prices at $0.
+		r.a.UsageUnknown = true
 		r.t.log.Debug("ledgerd client: no usage in response", "provider", r.a.Provider, "model", r.a.Model,
 			"request_id", r.a.RequestID)
 	}
@@ -335,6 +352,9 @@ func (r *recording) report() {
 	}
 	if r.a.Model == "" {
 		r.a.Model = "unknown"
+	}
+	if r.retry != nil {
+		r.t.retries.done(r.retry, sdkRetries(&r.a), r.t.now())
 	}
 	r.t.sink.Report(r.a)
 }

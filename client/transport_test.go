@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,6 +132,20 @@ func TestTransportProviderResponses(t *testing.T) {
 			"openai chat stream", "openai", "/v1/chat/completions", chatSSE,
 			reply{status: 200, file: "openai-chat-stream.sse"},
 			ok("openai", "gpt-4o", 200, 86, 0, 0, 3840, 9, 0),
+		},
+		{ // a chat stream sent without stream_options.include_usage carries no usage: the record says
+			// usage unknown, so the ledger never prices it at $0
+			"openai chat stream without usage", "openai", "/v1/chat/completions",
+			`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"SECRET PROMPT"}]}`,
+			reply{status: 200, header: map[string]string{"content-type": "text/event-stream"}, body: "data: " +
+				`{"object":"chat.completion.chunk","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}` +
+				"\n\ndata: " + `{"object":"chat.completion.chunk","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` +
+				"\n\ndata: [DONE]\n\n"},
+			func() schema.Attempt {
+				a := ok("openai", "gpt-4o", 200, 0, 0, 0, 0, 0, 0)
+				a.UsageUnknown = true
+				return a
+			}(),
 		},
 		{ // a request naming no model (an Azure deployment) takes the model the response names
 			"model from response", "azure.ai.openai", "/openai/deployments/d1/chat/completions",
@@ -740,3 +755,75 @@ func TestTransportJSONClosedUnread(t *testing.T) {
 		t.Errorf("got %s with %d/%d/%d tokens", a.Status, a.InputTokens, a.CacheReadTokens, a.OutputTokens)
 	}
 }
+
+// TestTransportGroupsSDKRetries sends calls as the Anthropic and OpenAI Go SDKs do, without
+// WithRequest: one request cloned per attempt, X-Stainless-Retry-Count 0, 1, 2 (or, in other
+// Stainless SDKs, one Idempotency-Key for every attempt). The SDK's retries of one call must share
+// a request id and be numbered 1, 2, 3; the next call, even with the same body, is a new one.
+func TestTransportGroupsSDKRetries(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if n := calls.Add(1); n == 1 || n == 2 || n == 5 {
+			w.WriteHeader(529)
+			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
+			return
+		}
+		_, _ = w.Write(fixture(t, "anthropic-message.json"))
+	}))
+	t.Cleanup(srv.Close)
+	hc, c := newTestTransport(t, srv, "anthropic")
+	// sdkCall is the SDKs' retry loop: the same request cloned, the retry count in a header.
+	sdkCall := func(header string, value func(retry int) string) {
+		t.Helper()
+		for retry := 0; retry <= 2; retry++ {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/messages", strings.NewReader(anthropicReq))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(header, value(retry))
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+	}
+	count := func(retry int) string { return strconv.Itoa(retry) }
+	sdkCall("X-Stainless-Retry-Count", count)                                         // 529, 529, 200: one call of three attempts
+	sdkCall("X-Stainless-Retry-Count", count)                                         // the same body again, 200 at once: a new call
+	sdkCall("Idempotency-Key", func(int) string { return "stainless-go-retry-7f3c" }) // 529, 200
+	got := c.all()
+	if len(got) != 6 {
+		t.Fatalf("got %d records, want 6", len(got))
+	}
+	want := []struct {
+		call, no int
+	}{{0, 1}, {0, 2}, {0, 3}, {1, 1}, {2, 1}, {2, 2}}
+	ids := map[int]string{}
+	for i, w := range want {
+		a := got[i]
+		if a.AttemptNo != w.no {
+			t.Errorf("record %d: attempt %d, want %d", i, a.AttemptNo, w.no)
+		}
+		if id, ok := ids[w.call]; ok && id != a.RequestID {
+			t.Errorf("record %d: request id %s, want %s (the same call)", i, a.RequestID, id)
+		}
+		ids[w.call] = a.RequestID
+		checkRecord(t, a)
+	}
+	if ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+		t.Errorf("three calls share request ids: %v", ids)
+	}
+	if n := len(hcTransport(hc).retries.calls); n != 0 {
+		t.Errorf("%d calls still remembered after every call succeeded", n)
+	}
+}
+
+func hcTransport(hc *http.Client) *Transport { return hc.Transport.(*Transport) }

@@ -42,6 +42,10 @@ type anthropicUsage struct {
 	CacheCreation            *struct {
 		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+	// OutputTokensDetails.ThinkingTokens is the part of output_tokens spent on extended thinking.
+	OutputTokensDetails *struct {
+		ThinkingTokens *int64 `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
 }
 
 // merge overwrites u's fields with those o carries.
@@ -61,9 +65,13 @@ func (u *anthropicUsage) merge(o *anthropicUsage) {
 	if o.CacheCreation != nil && o.CacheCreation.Ephemeral1h != nil {
 		u.CacheCreation = o.CacheCreation
 	}
+	if o.OutputTokensDetails != nil && o.OutputTokensDetails.ThinkingTokens != nil {
+		u.OutputTokensDetails = o.OutputTokensDetails
+	}
 }
 
-// counts converts: Anthropic's input_tokens already excludes both cache counts.
+// counts converts: Anthropic's input_tokens already excludes both cache counts; output_tokens
+// includes the thinking tokens, which are the reasoning.
 func (u *anthropicUsage) counts() counts {
 	c := counts{
 		input:      tok(u.InputTokens),
@@ -73,6 +81,9 @@ func (u *anthropicUsage) counts() counts {
 	}
 	if u.CacheCreation != nil {
 		c.cacheWrite1h = tok(u.CacheCreation.Ephemeral1h)
+	}
+	if u.OutputTokensDetails != nil {
+		c.reasoning = tok(u.OutputTokensDetails.ThinkingTokens)
 	}
 	return c
 }
@@ -93,14 +104,16 @@ type openAIUsage struct {
 	InputTokens        *int64 `json:"input_tokens"`
 	OutputTokens       *int64 `json:"output_tokens"`
 	InputTokensDetails *struct {
-		CachedTokens *int64 `json:"cached_tokens"`
+		CachedTokens     *int64 `json:"cached_tokens"`
+		CacheWriteTokens *int64 `json:"cache_write_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokensDetails *struct {
 		ReasoningTokens *int64 `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
 }
 
-// counts converts: input = prompt − cached − cache write.
+// counts converts: input = prompt − cached − cache write, in both APIs (Chat Completions'
+// prompt_tokens_details, Responses' input_tokens_details).
 func (u *openAIUsage) counts() counts {
 	var prompt, cached, written, reasoning int64
 	var c counts
@@ -115,7 +128,7 @@ func (u *openAIUsage) counts() counts {
 	} else {
 		prompt, c.output = tok(u.InputTokens), tok(u.OutputTokens)
 		if d := u.InputTokensDetails; d != nil {
-			cached = tok(d.CachedTokens)
+			cached, written = tok(d.CachedTokens), tok(d.CacheWriteTokens)
 		}
 		if d := u.OutputTokensDetails; d != nil {
 			reasoning = tok(d.ReasoningTokens)

@@ -114,6 +114,16 @@ func TestMeterConversions(t *testing.T) {
 		{"chat cache write", dialectChat, `{"usage":{"prompt_tokens":1000,"completion_tokens":50,` +
 			`"prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":300},"completion_tokens_details":{"reasoning_tokens":20}}}`,
 			counts{input: 100, cacheWrite: 300, cacheRead: 600, output: 50, reasoning: 20}},
+		// Responses with cache_write_tokens in input_tokens_details: 86 uncached, 500 written,
+		// 3,840 read out of 4,426 input tokens
+		{"responses cache write", dialectResponses, `{"model":"gpt-5","status":"completed","usage":{"input_tokens":4426,` +
+			`"input_tokens_details":{"cached_tokens":3840,"cache_write_tokens":500},"output_tokens":120,` +
+			`"output_tokens_details":{"reasoning_tokens":64},"total_tokens":4546}}`,
+			counts{input: 86, cacheWrite: 500, cacheRead: 3840, output: 120, reasoning: 64}},
+		// Anthropic's output_tokens_details.thinking_tokens is the reasoning part of output_tokens
+		{"anthropic thinking", dialectAnthropic, `{"type":"message","usage":{"input_tokens":12,"output_tokens":900,` +
+			`"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens_details":{"thinking_tokens":640}}}`,
+			counts{input: 12, output: 900, reasoning: 640}},
 		// Embeddings: prompt tokens only
 		{"embeddings", dialectChat, `{"object":"list","usage":{"prompt_tokens":8,"total_tokens":8}}`, counts{input: 8}},
 		// Gemini tool-use prompt tokens are input too
@@ -129,8 +139,9 @@ func TestMeterConversions(t *testing.T) {
 		// negative and huge counts are clamped to the ledger's range
 		{"anthropic out of range", dialectAnthropic, `{"type":"message","usage":{"input_tokens":-4,"output_tokens":99999999999}}`,
 			counts{output: schema.MaxTokens}},
-		// an Anthropic message_delta carrying only output_tokens keeps message_start's other counts
-		{"anthropic partial delta", dialectAnthropic, "", counts{input: 5, cacheRead: 7, output: 30}},
+		// an Anthropic message_delta carrying only output_tokens keeps message_start's other counts;
+		// its thinking tokens are the stream's reasoning
+		{"anthropic partial delta", dialectAnthropic, "", counts{input: 5, cacheRead: 7, output: 30, reasoning: 18}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,7 +149,7 @@ func TestMeterConversions(t *testing.T) {
 			m := meter{dialect: tc.d}
 			if tc.body == "" {
 				m.event([]byte("message_start"), []byte(`{"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":7,"output_tokens":1}}}`))
-				m.event([]byte("message_delta"), []byte(`{"type":"message_delta","usage":{"output_tokens":30}}`))
+				m.event([]byte("message_delta"), []byte(`{"type":"message_delta","usage":{"output_tokens":30,"output_tokens_details":{"thinking_tokens":18}}}`))
 			} else {
 				m.body([]byte(tc.body))
 				if !m.complete {

@@ -160,6 +160,7 @@ func (b *batch) appendCopy(msg []byte) []byte {
 			c.null()
 		}
 		b.appendLimits(c, i)
+		c.boolean(b.usageUnknown[i])
 	}
 	return c.end()
 }

@@ -13,7 +13,7 @@ func TestCopyLayout(t *testing.T) {
 	want := []string{"int8", "timestamptz", "int8", "int4", "int4", "attempt_status", "error_class", "bool",
 		"bool", "int2", "int4", "int4", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8", "int8",
 		"text", "text", "text", "text", "jsonb"}
-	want = append(want, limitTypes()...)
+	want = append(append(want, limitTypes()...), "bool")
 	var got []string
 	for _, c := range attemptCols {
 		got = append(got, c.typ)

@@ -22,7 +22,7 @@ var attemptCols = slices.Concat([]column{
 	{"cost_nanos", "int8"}, {"nocache_cost_nanos", "int8"}, {"client_cost_nanos", "int8"},
 	{"attempt_id", "text"}, {"request_id", "text"}, {"prompt_hash", "text"},
 	{"provider_request_id", "text"}, {"metadata", "jsonb"},
-}, limitCols)
+}, limitCols, []column{{"usage_unknown", "bool"}})
 
 // SQLSTATEs the writer tells apart: a COPY fails with uniqueViolation when a record is already
 // stored; a fold fails with lockNotAvailable when another fold holds the lock past lock_timeout.

@@ -95,7 +95,7 @@ func rollupGroups(b *batch, tz *time.Location) (hourly, cache *groups) {
 	for i := range b.n {
 		a = rollup.Attempt{AttemptNo: b.attemptNo[i], LatencyMS: b.latency[i], Input: b.input[i], Output: b.output[i],
 			CacheWrite: b.cw[i], CacheWrite1h: b.cw1h[i], CacheRead: b.cr[i], Reasoning: b.reasoning[i],
-			Cost: b.cost[i], NoCache: b.nocache[i], ClientCost: b.clientCost[i]}
+			Cost: b.cost[i], NoCache: b.nocache[i], ClientCost: b.clientCost[i], UsageUnknown: b.usageUnknown[i]}
 		for c, s := range rollup.Sums {
 			rc[c] = s.Add(&a)
 		}

@@ -95,6 +95,9 @@ type Committed struct {
 type Result struct {
 	Accepted   int
 	Duplicates int
+	// Unpriced lists, by position in the records submitted, those the price function could not
+	// price (a usage-unknown record is not among them: its model may well have a price).
+	Unpriced []int
 }
 
 // Writer is the single path by which records reach the attempts table.
@@ -255,7 +258,9 @@ func (w *Writer) Submit(ctx context.Context, projectID int64, recs []schema.Atte
 		r.a.StartedAt = r.a.StartedAt.UTC().Truncate(time.Microsecond)
 		r.series = store.SeriesKey{ProjectID: projectID, Tenant: r.a.Tenant, Service: r.a.Service,
 			Operation: r.a.Operation, Provider: r.a.Provider, Model: r.a.Model, FallbackFrom: r.a.FallbackFrom}
-		r.cost = w.price(r.a)
+		if !r.a.UsageUnknown { // unknown counts are not zero counts: such a record stays unpriced
+			r.cost = w.price(r.a)
+		}
 		r.key = identity{projectID, r.a.AttemptID, r.a.StartedAt.UnixMicro()}
 	}
 	w.mu.Lock()
@@ -279,7 +284,16 @@ func (w *Writer) Submit(ctx context.Context, projectID int64, recs []schema.Atte
 	}
 	select {
 	case <-j.done:
-		return j.res, j.err
+		if j.err != nil {
+			return j.res, j.err
+		}
+		res := j.res
+		for i := range j.rows {
+			if !j.rows[i].cost.Priced && !j.rows[i].a.UsageUnknown {
+				res.Unpriced = append(res.Unpriced, i)
+			}
+		}
+		return res, nil
 	case <-ctx.Done():
 		return Result{}, fmt.Errorf("wait for commit: %w", ctx.Err())
 	}
@@ -767,7 +781,7 @@ type batch struct {
 	started                                []time.Time
 	attemptNo, latency                     []int32
 	status, class                          []string
-	fallback, batch                        []bool
+	fallback, batch, usageUnknown          []bool
 	httpStatus                             []*int16
 	retryAfter, priceID                    []*int32
 	input, output, cw, cw1h, cr, reasoning []int64
@@ -789,7 +803,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		started:   make([]time.Time, n),
 		attemptNo: make([]int32, n), latency: make([]int32, n),
 		status: make([]string, n), class: make([]string, n),
-		fallback: make([]bool, n), batch: make([]bool, n),
+		fallback: make([]bool, n), batch: make([]bool, n), usageUnknown: make([]bool, n),
 		httpStatus: make([]*int16, n),
 		retryAfter: make([]*int32, n), priceID: make([]*int32, n),
 		input: make([]int64, n), output: make([]int64, n), cw: make([]int64, n), cw1h: make([]int64, n),
@@ -811,7 +825,7 @@ func columns(rows []*row, seriesIDs []int64, priceIDs map[string]int32) (*batch,
 		if a.ErrorClass == "" {
 			b.class[i] = string(schema.ErrorNone)
 		}
-		b.fallback[i], b.batch[i] = a.Fallback, a.Batch
+		b.fallback[i], b.batch[i], b.usageUnknown[i] = a.Fallback, a.Batch, a.UsageUnknown
 		if a.HTTPStatus != 0 {
 			int16s[i] = int16(a.HTTPStatus)
 			b.httpStatus[i] = &int16s[i]
@@ -851,7 +865,7 @@ func (b *batch) arrays() []any {
 	return append([]any{b.project, b.started, b.series, b.attemptNo, b.latency, b.status, b.class, b.fallback,
 		b.batch, b.httpStatus, b.retryAfter, b.priceID, b.input, b.output, b.cw, b.cw1h, b.cr, b.reasoning,
 		b.cost, b.nocache, b.clientCost, b.attemptID, b.requestID, b.promptHash, b.providerReq, b.metadata},
-		b.limitArrays()...)
+		append(b.limitArrays(), b.usageUnknown)...)
 }
 
 // optional is s, or nil (a NULL) when it is empty.

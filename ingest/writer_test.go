@@ -80,7 +80,7 @@ func TestSubmitDuplicates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if got != c.want {
+		if got.Accepted != c.want.Accepted || got.Duplicates != c.want.Duplicates {
 			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 		}
 	}
@@ -221,7 +221,7 @@ func TestSubmitIntoDroppedMonth(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := w.Submit(ctx, project, c.recs)
-		if err != nil || res != c.want {
+		if err != nil || res.Accepted != c.want.Accepted || res.Duplicates != c.want.Duplicates {
 			t.Fatalf("%s: %+v, %v; want %+v", c.name, res, err, c.want)
 		}
 		var n int

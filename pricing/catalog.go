@@ -44,22 +44,32 @@ const maxFound = 1024
 // file may be in the catalog format (YAML or JSON) or a LiteLLM price map; a model it defines
 // replaces the embedded model with the same provider and id.
 func Load(userFile string) (*Catalog, error) {
-	base, err := parseFile(embedded, "embedded catalog.yaml")
+	c, _, err := LoadReported(userFile)
+	return c, err
+}
+
+// LoadReported is Load, also returning what the user file contributed: the models it priced and
+// the entries it skipped, by reason (the zero report when userFile is ""). A service prints the
+// report's Warnings and Summary at start, so a skipped model is never a surprise.
+func LoadReported(userFile string) (*Catalog, LoadReport, error) {
+	base, _, err := parseFile(embedded, "embedded catalog.yaml")
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	if userFile == "" {
-		return build(base)
+		c, err := build(base)
+		return c, LoadReport{}, err
 	}
 	data, err := os.ReadFile(userFile)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	user, err := parseFile(data, filepath.Base(userFile))
+	user, rep, err := parseFile(data, filepath.Base(userFile))
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
-	return build(user, base)
+	c, err := build(user, base)
+	return c, rep, err
 }
 
 // build indexes layers of models, the first layer on top: a model replaces lower-layer models
@@ -246,14 +256,27 @@ func (c *Catalog) Versions() []Version {
 	return out
 }
 
-// Suggest returns up to n known ids and aliases nearest to model, for "unknown model" messages:
-// by edit distance ignoring case, a name that extends or contains model counting as one edit away,
-// ties broken alphabetically.
-func (c *Catalog) Suggest(model string, n int) []string {
+// Suggest returns up to n known ids and aliases close to model, of any provider, for "unknown
+// model" messages; see SuggestFor.
+func (c *Catalog) Suggest(model string, n int) []string { return c.SuggestFor("", model, n) }
+
+// SuggestFor returns up to n known ids and aliases close to model, for "unknown model" messages:
+// only close matches, so that an unknown id is never answered with unrelated models. Close means
+// within maxSuggestDistance edits ignoring case, a name that extends or contains model counting as
+// one edit away; when provider names a provider of the catalog only its models are candidates.
+// Nearest first, ties broken alphabetically; nil when nothing is close.
+func (c *Catalog) SuggestFor(provider, model string, n int) []string {
 	if n <= 0 {
 		return nil
 	}
 	q := strings.ToLower(strings.TrimSpace(model))
+	if p, rest, ok := strings.Cut(q, "/"); ok && c.hasProvider(NormalizeProvider(p)) {
+		provider, q = p, rest
+	}
+	prov := NormalizeProvider(provider)
+	if !c.hasProvider(prov) {
+		prov = ""
+	}
 	type cand struct {
 		name string
 		dist int
@@ -261,6 +284,9 @@ func (c *Catalog) Suggest(model string, n int) []string {
 	seen := map[string]bool{}
 	var cands []cand
 	for _, m := range c.models {
+		if prov != "" && m.Provider != prov {
+			continue
+		}
 		for _, name := range append([]string{m.ID}, m.Aliases...) {
 			if seen[name] {
 				continue
@@ -276,7 +302,9 @@ func (c *Catalog) Suggest(model string, n int) []string {
 					d = min(d, 1)
 				}
 			}
-			cands = append(cands, cand{name, d})
+			if d <= maxSuggestDistance(q) {
+				cands = append(cands, cand{name, d})
+			}
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool {
@@ -285,12 +313,17 @@ func (c *Catalog) Suggest(model string, n int) []string {
 		}
 		return cands[i].name < cands[j].name
 	})
-	out := make([]string, 0, n)
+	var out []string
 	for _, cd := range cands[:min(n, len(cands))] {
 		out = append(out, cd.name)
 	}
 	return out
 }
+
+// maxSuggestDistance is how many edits away a suggestion for q may be: a quarter of its length,
+// at least 2 (a typo and a missing dash) and at most 6. "claude-haiku-9" finds
+// "claude-haiku-4-5" (3 edits) but not "gpt-4o".
+func maxSuggestDistance(q string) int { return min(max(2, len(q)/4), 6) }
 
 // distance is the Levenshtein distance between a and b, in bytes.
 func distance(a, b string) int {

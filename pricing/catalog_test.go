@@ -159,11 +159,28 @@ func TestSuggest(t *testing.T) {
 		{"claude-fable", 1, "claude-fable-5-1"},       // family name only
 		{"gpt-4o-2024-05-14", 1, "gpt-4o-2024-05-13"}, // a near date
 		{"sonnet-4-0", 1, "claude-sonnet-4-0"},        // the family without its prefix
+		{"claude-haiku-9", 3, "claude-haiku-4-5"},     // an id that does not exist, of a known family
 	}
 	for _, tc := range cases {
 		got := c.Suggest(tc.model, tc.n)
-		if len(got) != tc.n || got[0] != tc.first {
-			t.Errorf("Suggest(%q, %d) = %v, want %d names starting with %q", tc.model, tc.n, got, tc.n, tc.first)
+		if len(got) == 0 || len(got) > tc.n || got[0] != tc.first {
+			t.Errorf("Suggest(%q, %d) = %v, want at most %d names starting with %q", tc.model, tc.n, got, tc.n, tc.first)
+		}
+	}
+	// Only close matches: an unrelated id gets no suggestion rather than the least far models,
+	// and a provider keeps suggestions to its own models.
+	for _, tc := range []struct {
+		provider, model string
+		want            []string
+	}{
+		{"acme", "acme-llm-2-preview", nil},
+		{"", "totally-unknown-model", nil},
+		{"openai", "claude-haiku-4-5", nil},
+		{"anthropic", "anthropic/claude-haiku-9", []string{"claude-haiku-4-5"}},
+	} {
+		got := c.SuggestFor(tc.provider, tc.model, 1)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("SuggestFor(%q, %q) = %q, want %q", tc.provider, tc.model, got, tc.want)
 		}
 	}
 	if got := c.Suggest("x", 0); got != nil {
@@ -241,7 +258,7 @@ func TestModelJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := parseFile(all, "prices.json")
+	back, _, err := parseFile(all, "prices.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +374,7 @@ func TestCatalogFileErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			models, err := parseFile([]byte(tc.src), "t.yaml")
+			models, _, err := parseFile([]byte(tc.src), "t.yaml")
 			if err == nil {
 				_, err = build(models)
 			}

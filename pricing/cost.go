@@ -131,16 +131,16 @@ func priceOne(m *Model, p *Price, u Usage) (out Cost, ok bool, err error) {
 			rates, long = &p.LongContext[i].Rates, true
 		}
 	}
-	keep := uint64(ratioOne)
+	keepIn, keepOut := uint64(ratioOne), uint64(ratioOne)
 	if u.Batch {
 		if p.BatchDiscount == nil {
 			return Cost{}, true, noBatchPrice(p)
 		}
-		d := *p.BatchDiscount
-		if d < 0 || d > ratioOne {
+		din, dout := batchDiscounts(p)
+		if din < 0 || din > ratioOne || dout < 0 || dout > ratioOne {
 			return Cost{}, false, nil
 		}
-		keep = uint64(ratioOne - d)
+		keepIn, keepOut = uint64(ratioOne-din), uint64(ratioOne-dout)
 	}
 	top := max(rates.Input, rates.Output, rates.CacheWrite5m, rates.CacheWrite1h, rates.CacheRead)
 	low := min(rates.Input, rates.Output, rates.CacheWrite5m, rates.CacheWrite1h, rates.CacheRead)
@@ -163,22 +163,36 @@ func priceOne(m *Model, p *Price, u Usage) (out Cost, ok bool, err error) {
 	write1h := u.CacheWrite1hTokens * int64(rates.CacheWrite1h)
 	read := u.CacheReadTokens * int64(rates.CacheRead)
 	return Cost{
-		Total:        scaleNanos(input+output+write5m+write1h+read, keep),
-		Input:        scaleNanos(input, keep),
-		Output:       scaleNanos(output, keep),
-		CacheWrite5m: scaleNanos(write5m, keep),
-		CacheWrite1h: scaleNanos(write1h, keep),
-		CacheRead:    scaleNanos(read, keep),
-		NoCache:      scaleNanos(totalIn*int64(rates.Input)+output, keep),
+		Total:        scaleNanos(input+write5m+write1h+read, keepIn, output, keepOut),
+		Input:        scaleNanos(input, keepIn, 0, 0),
+		Output:       scaleNanos(0, 0, output, keepOut),
+		CacheWrite5m: scaleNanos(write5m, keepIn, 0, 0),
+		CacheWrite1h: scaleNanos(write1h, keepIn, 0, 0),
+		CacheRead:    scaleNanos(read, keepIn, 0, 0),
+		NoCache:      scaleNanos(totalIn*int64(rates.Input), keepIn, output, keepOut),
 		LongContext:  long,
 		Version:      m.version(*p),
 	}, true, nil
 }
 
-// scaleNanos returns a × keep / 1e15 rounded half away from zero, for 0 ≤ a ≤ MaxInt64 and
-// keep ≤ 1e9 (see priceOne for why it cannot overflow).
-func scaleNanos(a int64, keep uint64) money.Nanos {
-	hi, lo := bits.Mul64(uint64(a), keep)
+// batchDiscounts returns the batch discounts of the input side (input and cache) and of the
+// output of a version whose BatchDiscount is set.
+func batchDiscounts(p *Price) (in, out Ratio) {
+	in, out = *p.BatchDiscount, *p.BatchDiscount
+	if p.BatchOutputDiscount != nil {
+		out = *p.BatchOutputDiscount
+	}
+	return in, out
+}
+
+// scaleNanos returns (a × keepA + b × keepB) / 1e15 rounded half away from zero, for 0 ≤ a, b and
+// a + b ≤ MaxInt64 and keeps ≤ 1e9 (see priceOne for why it cannot overflow: the 128-bit sum of
+// the two products stays below 2^94, its high word below 1e15).
+func scaleNanos(a int64, keepA uint64, b int64, keepB uint64) money.Nanos {
+	hi, lo := bits.Mul64(uint64(a), keepA)
+	hiB, loB := bits.Mul64(uint64(b), keepB)
+	lo, carry := bits.Add64(lo, loB, 0)
+	hi += hiB + carry
 	q, r := bits.Div64(hi, lo, nanosDen)
 	if r >= nanosDen-r {
 		q++
@@ -197,42 +211,49 @@ func price(m Model, p Price, u Usage, requests int64, n *big.Rat) (Cost, error) 
 			rates, out.LongContext = t.Rates, true
 		}
 	}
-	// scale turns a sum of tokens × nano-dollars per million into nano-dollars: × (1 − discount)
-	// × n / 1e6.
-	scale := new(big.Rat).Mul(n, big.NewRat(1, 1_000_000))
+	// scaleIn and scaleOut turn a sum of tokens × nano-dollars per million into nano-dollars:
+	// × (1 − discount) × n / 1e6, the input side's discount for input and cache, the output's for
+	// output.
+	scaleIn := new(big.Rat).Mul(n, big.NewRat(1, 1_000_000))
+	scaleOut := new(big.Rat).Set(scaleIn)
 	if u.Batch {
 		if p.BatchDiscount == nil {
 			return Cost{}, noBatchPrice(&p)
 		}
-		scale.Mul(scale, new(big.Rat).Sub(big.NewRat(1, 1), p.BatchDiscount.Rat()))
+		din, dout := batchDiscounts(&p)
+		scaleIn.Mul(scaleIn, new(big.Rat).Sub(big.NewRat(1, 1), din.Rat()))
+		scaleOut.Mul(scaleOut, new(big.Rat).Sub(big.NewRat(1, 1), dout.Rat()))
 	}
 
 	output := outputAmount(rates, u)
 	parts := []struct {
-		dst *money.Nanos
-		amt *big.Int
+		dst   *money.Nanos
+		amt   *big.Int
+		scale *big.Rat
 	}{
-		{&out.Input, amount(u.InputTokens, rates.Input)},
-		{&out.Output, output},
-		{&out.CacheWrite5m, amount(u.CacheWriteTokens-u.CacheWrite1hTokens, rates.CacheWrite5m)},
-		{&out.CacheWrite1h, amount(u.CacheWrite1hTokens, rates.CacheWrite1h)},
-		{&out.CacheRead, amount(u.CacheReadTokens, rates.CacheRead)},
+		{&out.Input, amount(u.InputTokens, rates.Input), scaleIn},
+		{&out.Output, output, scaleOut},
+		{&out.CacheWrite5m, amount(u.CacheWriteTokens-u.CacheWrite1hTokens, rates.CacheWrite5m), scaleIn},
+		{&out.CacheWrite1h, amount(u.CacheWrite1hTokens, rates.CacheWrite1h), scaleIn},
+		{&out.CacheRead, amount(u.CacheReadTokens, rates.CacheRead), scaleIn},
 	}
-	total := new(big.Int)
+	total := new(big.Rat)
 	for _, part := range parts {
-		total.Add(total, part.amt)
-		v, err := scaled(part.amt, scale)
+		exact := new(big.Rat).Mul(new(big.Rat).SetInt(part.amt), part.scale)
+		total.Add(total, exact)
+		v, err := rounded(exact)
 		if err != nil {
 			return Cost{}, err
 		}
 		*part.dst = v
 	}
 	var err error
-	if out.Total, err = scaled(total, scale); err != nil {
+	if out.Total, err = rounded(total); err != nil {
 		return Cost{}, err
 	}
-	nocache := amount(totalIn.Int64(), rates.Input)
-	if out.NoCache, err = scaled(nocache.Add(nocache, output), scale); err != nil {
+	nocache := new(big.Rat).Mul(new(big.Rat).SetInt(amount(totalIn.Int64(), rates.Input)), scaleIn)
+	nocache.Add(nocache, new(big.Rat).Mul(new(big.Rat).SetInt(output), scaleOut))
+	if out.NoCache, err = rounded(nocache); err != nil {
 		return Cost{}, err
 	}
 	return out, nil
@@ -253,10 +274,9 @@ func amount(tokens int64, perM money.Nanos) *big.Int {
 	return new(big.Int).Mul(big.NewInt(tokens), big.NewInt(int64(perM)))
 }
 
-// scaled multiplies an exact amount by scale and rounds it to whole nano-dollars, half away from
-// zero.
-func scaled(a *big.Int, scale *big.Rat) (money.Nanos, error) {
-	q := money.RoundRat(new(big.Rat).Mul(new(big.Rat).SetInt(a), scale))
+// rounded rounds an exact amount of nano-dollars to whole nano-dollars, half away from zero.
+func rounded(a *big.Rat) (money.Nanos, error) {
+	q := money.RoundRat(a)
 	if !q.IsInt64() {
 		return 0, fmt.Errorf("cost: %w", money.ErrRange)
 	}

@@ -50,7 +50,7 @@ models:
 
 func testCatalog(t *testing.T, src string) *Catalog {
 	t.Helper()
-	models, err := parseFile([]byte(src), "test.yaml")
+	models, _, err := parseFile([]byte(src), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 //	        cache_read_per_mtok: "0.01"       # optional, default input_per_mtok
 //	        reasoning_per_mtok: "3.50"        # optional, default: reasoning billed as output
 //	        batch_discount: "0.5"             # optional, default: batch price unknown
+//	        batch_output_discount: "0.5"      # optional, default batch_discount: output's own
 //	        long_context:                     # optional
 //	          - above_input_tokens: 100000
 //	            input_per_mtok: "0.50"        # each tier price defaults to the base price
@@ -54,12 +55,14 @@ type fileModel struct {
 
 type filePrice struct {
 	// Key is accepted so that GET /v1/prices output loads as a file; it is recomputed.
-	Key           string     `yaml:"key"`
-	EffectiveFrom string     `yaml:"effective_from"`
-	Source        string     `yaml:"source"`
-	Rates         fileRates  `yaml:",inline"`
-	BatchDiscount *string    `yaml:"batch_discount"`
-	LongContext   []fileTier `yaml:"long_context"`
+	Key           string    `yaml:"key"`
+	EffectiveFrom string    `yaml:"effective_from"`
+	Source        string    `yaml:"source"`
+	Rates         fileRates `yaml:",inline"`
+	BatchDiscount *string   `yaml:"batch_discount"`
+	// BatchOutputDiscount is the output's batch discount when it differs from BatchDiscount.
+	BatchOutputDiscount *string    `yaml:"batch_output_discount"`
+	LongContext         []fileTier `yaml:"long_context"`
 }
 
 type fileTier struct {
@@ -77,8 +80,9 @@ type fileRates struct {
 }
 
 // parseFile reads a price file in either format, telling them apart by shape: a JSON object
-// without a top-level "models" key is a LiteLLM price map. name labels errors and sources.
-func parseFile(data []byte, name string) ([]Model, error) {
+// without a top-level "models" key is a LiteLLM price map. name labels errors and sources. The
+// report says what was priced and what was skipped.
+func parseFile(data []byte, name string) ([]Model, LoadReport, error) {
 	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var top map[string]json.RawMessage
@@ -88,7 +92,8 @@ func parseFile(data []byte, name string) ([]Model, error) {
 			}
 		}
 	}
-	return parseCatalog(trimmed, name)
+	models, err := parseCatalog(trimmed, name)
+	return models, LoadReport{File: name, Format: "ledgerd catalog", Priced: len(models)}, err
 }
 
 // parseCatalog reads the ledgerd catalog format.
@@ -151,6 +156,16 @@ func (fp filePrice) price() (Price, error) {
 			return Price{}, fmt.Errorf("batch_discount: %w", err)
 		}
 		p.BatchDiscount = &d
+	}
+	if fp.BatchOutputDiscount != nil {
+		if fp.BatchDiscount == nil {
+			return Price{}, fmt.Errorf("batch_output_discount needs batch_discount (the input's)")
+		}
+		d, err := ParseRatio(*fp.BatchOutputDiscount)
+		if err != nil {
+			return Price{}, fmt.Errorf("batch_output_discount: %w", err)
+		}
+		p.BatchOutputDiscount = &d
 	}
 	for i, ft := range fp.LongContext {
 		t := Tier{AboveInputTokens: ft.AboveInputTokens}
@@ -240,6 +255,12 @@ func finish(m *Model) error {
 		if i > 0 && p.EffectiveFrom.Equal(m.Prices[i-1].EffectiveFrom) {
 			return fmt.Errorf("two prices take effect at %s", p.EffectiveFrom.Format(time.RFC3339))
 		}
+		if p.BatchOutputDiscount != nil && p.BatchDiscount == nil {
+			return fmt.Errorf("a batch output discount needs a batch discount for the input")
+		}
+		if p.BatchOutputDiscount != nil && *p.BatchOutputDiscount == *p.BatchDiscount {
+			p.BatchOutputDiscount = nil
+		}
 		for j, t := range p.LongContext {
 			if t.AboveInputTokens <= 0 || j > 0 && t.AboveInputTokens <= p.LongContext[j-1].AboveInputTokens {
 				return fmt.Errorf("long-context thresholds must be positive and ascending")
@@ -272,6 +293,9 @@ func fingerprint(p Price) string {
 	writeRates(p.Rates)
 	if p.BatchDiscount != nil {
 		fmt.Fprintf(&b, "b%d;", *p.BatchDiscount)
+	}
+	if p.BatchOutputDiscount != nil {
+		fmt.Fprintf(&b, "bo%d;", *p.BatchOutputDiscount)
 	}
 	for _, t := range p.LongContext {
 		fmt.Fprintf(&b, "t%d:", t.AboveInputTokens)

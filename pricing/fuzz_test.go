@@ -35,7 +35,7 @@ func checkParsed(t *testing.T, models []Model) {
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
-	back, err := parseFile(b, "round-trip.json")
+	back, _, err := parseFile(b, "round-trip.json")
 	if err != nil {
 		t.Fatalf("the JSON listing does not load back: %v\n%s", err, b)
 	}
@@ -53,7 +53,7 @@ func FuzzParseCatalog(f *testing.F) {
 	f.Add(embedded)
 	f.Add([]byte(`{"models": [{"provider": "p", "id": "m", "prices": [{"effective_from": "2026-01-01T12:00:00Z", "source": "s", "input_per_mtok": 1, "output_per_mtok": "2e-3"}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		models, err := parseFile(data, "fuzz.yaml")
+		models, _, err := parseFile(data, "fuzz.yaml")
 		if err != nil {
 			return
 		}
@@ -69,7 +69,7 @@ func FuzzImportLiteLLM(f *testing.F) {
 		if json.Unmarshal(data, &top) != nil {
 			return
 		}
-		models, err := parseFile(data, "fuzz.json")
+		models, _, err := parseFile(data, "fuzz.json")
 		if err != nil {
 			return
 		}

@@ -29,7 +29,9 @@
 //     tier's threshold, every token of that request, output included, is billed at the tier's
 //     prices. The threshold is per request, never per day or per bucket.
 //   - Batch: the batch discount multiplies every component, cache writes and reads included; it
-//     stacks with long-context prices and cache prices by plain multiplication.
+//     stacks with long-context prices and cache prices by plain multiplication. A version may
+//     give the output its own batch discount (BatchOutputDiscount); input and cache components
+//     keep BatchDiscount.
 //   - A model with no price, or no price in effect, is unpriced: errors.Is(err, ErrUnpriced).
 //     It is never priced at $0.
 //
@@ -141,6 +143,11 @@ type Price struct {
 	// BatchDiscount is the fraction taken off every component of a batch request; nil means the
 	// batch price is unknown and a batch request is unpriced.
 	BatchDiscount *Ratio `json:"batch_discount,omitempty"`
+	// BatchOutputDiscount, when set, is the fraction taken off the output (reasoning included) of
+	// a batch request in place of BatchDiscount, for providers whose batch prices cut input and
+	// output by different fractions (Azure's gpt-4.1-nano: 45.45% off input, 50% off output).
+	// BatchDiscount still applies to input, cache writes and cache reads, and must be set too.
+	BatchOutputDiscount *Ratio `json:"batch_output_discount,omitempty"`
 	// LongContext lists the tiers in ascending order of threshold.
 	LongContext []Tier `json:"long_context,omitempty"`
 }

@@ -54,33 +54,37 @@ var ErrorClasses = []ErrorClass{
 // Attempt is one provider attempt: one HTTP call to an LLM API. It carries usage and outcome, never
 // a prompt or a reply. Token counts never overlap: total input = Input + CacheWrite + CacheRead.
 type Attempt struct {
-	AttemptID          string            `json:"attempt_id"`
-	RequestID          string            `json:"request_id"`
-	AttemptNo          int               `json:"attempt_no"`
-	StartedAt          time.Time         `json:"started_at"`
-	LatencyMS          int64             `json:"latency_ms"`
-	Provider           string            `json:"provider"`
-	Model              string            `json:"model"`
-	Service            string            `json:"service"`
-	Operation          string            `json:"operation,omitempty"`
-	Tenant             string            `json:"tenant,omitempty"`
-	Status             Status            `json:"status"`
-	ErrorClass         ErrorClass        `json:"error_class,omitempty"`
-	HTTPStatus         int               `json:"http_status,omitempty"`
-	ProviderRequestID  string            `json:"provider_request_id,omitempty"`
-	RetryAfterMS       int64             `json:"retry_after_ms,omitempty"`
-	InputTokens        int64             `json:"input_tokens,omitempty"`
-	OutputTokens       int64             `json:"output_tokens,omitempty"`
-	CacheWriteTokens   int64             `json:"cache_write_tokens,omitempty"`
-	CacheWrite1hTokens int64             `json:"cache_write_1h_tokens,omitempty"`
-	CacheReadTokens    int64             `json:"cache_read_tokens,omitempty"`
-	ReasoningTokens    int64             `json:"reasoning_tokens,omitempty"`
-	CostUSD            *money.Nanos      `json:"cost_usd,omitempty"`
-	Fallback           bool              `json:"fallback,omitempty"`
-	FallbackFrom       string            `json:"fallback_from,omitempty"`
-	Batch              bool              `json:"batch,omitempty"`
-	PromptHash         string            `json:"prompt_hash,omitempty"`
-	Metadata           map[string]string `json:"metadata,omitempty"`
+	AttemptID          string       `json:"attempt_id"`
+	RequestID          string       `json:"request_id"`
+	AttemptNo          int          `json:"attempt_no"`
+	StartedAt          time.Time    `json:"started_at"`
+	LatencyMS          int64        `json:"latency_ms"`
+	Provider           string       `json:"provider"`
+	Model              string       `json:"model"`
+	Service            string       `json:"service"`
+	Operation          string       `json:"operation,omitempty"`
+	Tenant             string       `json:"tenant,omitempty"`
+	Status             Status       `json:"status"`
+	ErrorClass         ErrorClass   `json:"error_class,omitempty"`
+	HTTPStatus         int          `json:"http_status,omitempty"`
+	ProviderRequestID  string       `json:"provider_request_id,omitempty"`
+	RetryAfterMS       int64        `json:"retry_after_ms,omitempty"`
+	InputTokens        int64        `json:"input_tokens,omitempty"`
+	OutputTokens       int64        `json:"output_tokens,omitempty"`
+	CacheWriteTokens   int64        `json:"cache_write_tokens,omitempty"`
+	CacheWrite1hTokens int64        `json:"cache_write_1h_tokens,omitempty"`
+	CacheReadTokens    int64        `json:"cache_read_tokens,omitempty"`
+	ReasoningTokens    int64        `json:"reasoning_tokens,omitempty"`
+	CostUSD            *money.Nanos `json:"cost_usd,omitempty"`
+	Fallback           bool         `json:"fallback,omitempty"`
+	FallbackFrom       string       `json:"fallback_from,omitempty"`
+	Batch              bool         `json:"batch,omitempty"`
+	// UsageUnknown says the provider's answer carried no usage (an OpenAI chat stream sent without
+	// stream_options.include_usage): the token counts are not zero but unknown, so the attempt is
+	// counted as usage unknown and never priced, never $0. It requires every token count absent.
+	UsageUnknown bool              `json:"usage_unknown,omitempty"`
+	PromptHash   string            `json:"prompt_hash,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
 	// Org is the provider organization (or key pool) the attempt was billed to: the API keys of
 	// one organization share its rate limits.
 	Org string `json:"org,omitempty"`

@@ -21,6 +21,9 @@ import (
 type FieldError struct {
 	Field  string
 	Reason string
+	// Others are the record's other invalid fields (Validate reports them all), each listed as a
+	// rejection of its own.
+	Others []*FieldError
 }
 
 // Error formats the error as "field: reason".
@@ -38,7 +41,21 @@ type IngestResponse struct {
 	Accepted   int         `json:"accepted"`
 	Duplicates int         `json:"duplicates"`
 	Rejected   []Rejection `json:"rejected"`
-	Error      string      `json:"error,omitempty"`
+	// Unpriced names the models of stored records that ledgerd has no price for, so the sender
+	// learns at once: they are kept, and shown as unpriced (never $0) until a price file or
+	// ledgerd reprice prices them.
+	Unpriced []UnpricedModel `json:"unpriced,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// UnpricedModel is a provider and model of an ingest body that ledgerd could not price: the
+// positions of its records in the body and the nearest ids the catalog knows (close matches only:
+// the same provider, a similar name), if any.
+type UnpricedModel struct {
+	Provider string   `json:"provider"`
+	Model    string   `json:"model"`
+	Records  []int    `json:"records"`
+	Nearest  []string `json:"nearest"`
 }
 
 // Rejection is one refused record of a batch, by its zero-based position in the body.
@@ -63,6 +80,9 @@ func (b *Batch) Len() int { return len(b.Records) + len(b.Rejected) }
 func (b *Batch) add(i int, a Attempt, ferr *FieldError) {
 	if ferr != nil {
 		b.Rejected = append(b.Rejected, Rejection{Index: i, Field: ferr.Field, Error: ferr.Error()})
+		for _, o := range ferr.Others {
+			b.Rejected = append(b.Rejected, Rejection{Index: i, Field: o.Field, Error: o.Error()})
+		}
 		return
 	}
 	if b.Records == nil {
@@ -123,7 +143,7 @@ var fieldKinds = map[string]string{
 	"output_tokens": "a whole number", "cache_write_tokens": "a whole number",
 	"cache_write_1h_tokens": "a whole number", "cache_read_tokens": "a whole number",
 	"reasoning_tokens": "a whole number", "cost_usd": "a decimal string or number",
-	"fallback": "true or false", "fallback_from": "a string", "batch": "true or false",
+	"fallback": "true or false", "fallback_from": "a string", "batch": "true or false", "usage_unknown": "true or false",
 	"prompt_hash": "a string", "metadata": "an object of string values", "org": "a string",
 }
 
@@ -171,6 +191,7 @@ type wire struct {
 	Fallback           *bool             `json:"fallback"`
 	FallbackFrom       *string           `json:"fallback_from"`
 	Batch              *bool             `json:"batch"`
+	UsageUnknown       *bool             `json:"usage_unknown"`
 	PromptHash         *string           `json:"prompt_hash"`
 	Metadata           map[string]string `json:"metadata"`
 	Org                *string           `json:"org"`
@@ -445,6 +466,9 @@ func (w *wire) attempt() (Attempt, *FieldError) {
 	if w.Batch != nil {
 		a.Batch = *w.Batch
 	}
+	if w.UsageUnknown != nil {
+		a.UsageUnknown = *w.UsageUnknown
+	}
 	if len(w.CostUSD) > 0 && string(w.CostUSD) != "null" {
 		var c money.Nanos
 		if err := json.Unmarshal(w.CostUSD, &c); err != nil {
@@ -464,8 +488,15 @@ func (w *wire) attempt() (Attempt, *FieldError) {
 
 // Validate checks the rules of the contract that types alone do not: lengths, ranges, the status and
 // error class pairing and the token relations. It normalises Operation to its default and the error
-// class of a cancelled attempt. now bounds started_at against clock skew.
+// class of a cancelled attempt. now bounds started_at against clock skew. The error is the first
+// invalid field, carrying every other one in Others, so a sender learns of all at once.
 func (a *Attempt) Validate(now time.Time) *FieldError {
+	var errs []*FieldError
+	bad := func(e *FieldError) {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
 	type text struct {
 		name     string
 		v        string
@@ -483,63 +514,59 @@ func (a *Attempt) Validate(now time.Time) *FieldError {
 	}
 	for _, t := range texts {
 		if t.required && t.v == "" {
-			return &FieldError{Field: t.name, Reason: "must not be empty"}
-		}
-		if reason := checkText(t.v, t.max); reason != "" {
-			return &FieldError{Field: t.name, Reason: reason}
+			bad(&FieldError{Field: t.name, Reason: "must not be empty"})
+		} else if reason := checkText(t.v, t.max); reason != "" {
+			bad(&FieldError{Field: t.name, Reason: reason})
 		}
 	}
 	if a.Operation == "" {
 		a.Operation = DefaultOperation
 	}
 	if a.AttemptNo < 1 || a.AttemptNo > MaxAttemptNo {
-		return &FieldError{Field: "attempt_no", Reason: fmt.Sprintf("must be between 1 and %d", MaxAttemptNo)}
+		bad(&FieldError{Field: "attempt_no", Reason: fmt.Sprintf("must be between 1 and %d", MaxAttemptNo)})
 	}
 	if a.StartedAt.Before(Earliest) {
-		return &FieldError{Field: "started_at", Reason: "must not be before 2000-01-01"}
+		bad(&FieldError{Field: "started_at", Reason: "must not be before 2000-01-01"})
 	}
 	if a.StartedAt.After(now.Add(MaxFutureSkew)) {
-		return &FieldError{Field: "started_at", Reason: "lies more than 24h in the future"}
+		bad(&FieldError{Field: "started_at", Reason: "lies more than 24h in the future"})
 	}
 	if a.LatencyMS < 0 || a.LatencyMS > MaxLatencyMS {
-		return &FieldError{Field: "latency_ms", Reason: "must be between 0 and 86400000 (24h)"}
+		bad(&FieldError{Field: "latency_ms", Reason: "must be between 0 and 86400000 (24h)"})
 	}
 	if a.RetryAfterMS < 0 || a.RetryAfterMS > MaxLatencyMS {
-		return &FieldError{Field: "retry_after_ms", Reason: "must be between 0 and 86400000 (24h)"}
+		bad(&FieldError{Field: "retry_after_ms", Reason: "must be between 0 and 86400000 (24h)"})
 	}
 	if a.HTTPStatus != 0 && (a.HTTPStatus < 100 || a.HTTPStatus > 599) {
-		return &FieldError{Field: "http_status", Reason: "must be an HTTP status between 100 and 599"}
+		bad(&FieldError{Field: "http_status", Reason: "must be an HTTP status between 100 and 599"})
 	}
-	if ferr := a.validateOutcome(); ferr != nil {
-		return ferr
-	}
-	if ferr := a.validateTokens(); ferr != nil {
-		return ferr
-	}
-	if ferr := a.validateRateLimits(); ferr != nil {
-		return ferr
-	}
+	bad(a.validateOutcome())
+	bad(a.validateTokens())
+	bad(a.validateRateLimits())
 	if a.CostUSD != nil && *a.CostUSD < 0 {
-		return &FieldError{Field: "cost_usd", Reason: "must not be negative"}
+		bad(&FieldError{Field: "cost_usd", Reason: "must not be negative"})
 	}
 	if a.FallbackFrom != "" && !a.Fallback {
-		return &FieldError{Field: "fallback_from", Reason: "set, but fallback is not true"}
+		bad(&FieldError{Field: "fallback_from", Reason: "set, but fallback is not true"})
 	}
 	if len(a.Metadata) > MaxMetadataKeys {
-		return &FieldError{Field: "metadata", Reason: fmt.Sprintf("at most %d keys", MaxMetadataKeys)}
+		bad(&FieldError{Field: "metadata", Reason: fmt.Sprintf("at most %d keys", MaxMetadataKeys)})
 	}
 	for k, v := range a.Metadata {
 		if k == "" {
-			return &FieldError{Field: "metadata", Reason: "keys must not be empty"}
-		}
-		if reason := checkText(k, MaxMetadataLen); reason != "" {
-			return &FieldError{Field: "metadata." + truncate(k), Reason: "key " + reason}
-		}
-		if reason := checkText(v, MaxMetadataLen); reason != "" {
-			return &FieldError{Field: "metadata." + truncate(k), Reason: reason}
+			bad(&FieldError{Field: "metadata", Reason: "keys must not be empty"})
+		} else if reason := checkText(k, MaxMetadataLen); reason != "" {
+			bad(&FieldError{Field: "metadata." + truncate(k), Reason: "key " + reason})
+		} else if reason := checkText(v, MaxMetadataLen); reason != "" {
+			bad(&FieldError{Field: "metadata." + truncate(k), Reason: reason})
 		}
 	}
-	return nil
+	if len(errs) == 0 {
+		return nil
+	}
+	first := *errs[0]
+	first.Others = errs[1:]
+	return &first
 }
 
 func (a *Attempt) validateOutcome() *FieldError {
@@ -578,6 +605,9 @@ func (a *Attempt) validateTokens() *FieldError {
 	for _, c := range counts {
 		if c.v < 0 || c.v > MaxTokens {
 			return &FieldError{Field: c.name, Reason: "must be between 0 and 1000000000"}
+		}
+		if a.UsageUnknown && c.v != 0 {
+			return &FieldError{Field: c.name, Reason: "must be absent when usage_unknown is true (the counts are unknown)"}
 		}
 	}
 	if a.CacheWrite1hTokens > a.CacheWriteTokens {

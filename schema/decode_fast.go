@@ -62,6 +62,7 @@ const (
 	fCostUSD
 	fFallback
 	fBatch
+	fUsageUnknown
 	fMetadata
 	nFields
 )
@@ -127,6 +128,8 @@ func fieldID(key []byte) int {
 		return fFallbackFrom
 	case "batch":
 		return fBatch
+	case "usage_unknown":
+		return fUsageUnknown
 	case "prompt_hash":
 		return fPromptHash
 	case "metadata":
@@ -186,6 +189,7 @@ type fastRecord struct {
 	cost      money.Nanos
 	fallback  bool
 	batch     bool
+	usageUnk  bool
 	meta      [MaxMetadataKeys][2]span
 	nMeta     int
 }
@@ -271,6 +275,8 @@ func (r *fastRecord) value(d []byte, i, id int) (int, scan) {
 		next, st = boolean(d, i, &r.fallback)
 	case id == fBatch:
 		next, st = boolean(d, i, &r.batch)
+	case id == fUsageUnknown:
+		next, st = boolean(d, i, &r.usageUnk)
 	case id == fMetadata:
 		next, st = r.metadata(d, i)
 	}
@@ -445,6 +451,7 @@ func (r *fastRecord) attempt(obj []byte) (Attempt, bool) {
 		CacheWrite1hTokens: num(fCacheWrite1hTokens), CacheReadTokens: num(fCacheReadTokens),
 		ReasoningTokens: num(fReasoningTokens), Fallback: r.fallback,
 		FallbackFrom: str(fFallbackFrom), Batch: r.batch, PromptHash: str(fPromptHash), Org: str(fOrg),
+		UsageUnknown: r.usageUnk,
 	}
 	if r.set&rateLimitFieldMask != 0 {
 		var ok bool

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -254,4 +255,30 @@ func FuzzDecodeBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestValidateReportsEveryField checks that a record with several invalid fields is refused with
+// a rejection for each, not only the first.
+func TestValidateReportsEveryField(t *testing.T) {
+	t.Parallel()
+	body := `[{"attempt_id":"a1","request_id":"","attempt_no":1,"started_at":"2026-11-01T00:00:00Z","latency_ms":-5,` +
+		`"provider":"openai","model":"gpt-4o","service":"s","status":"ok","error_class":"timeout","input_tokens":5,` +
+		`"reasoning_tokens":9},` +
+		`{"attempt_id":"a2","request_id":"r","attempt_no":1,"started_at":"2026-11-01T00:00:00Z","latency_ms":1,` +
+		`"provider":"openai","model":"gpt-4o","service":"s","status":"ok"}]`
+	b, err := DecodeBody(strings.NewReader(body), false, time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, r := range b.Rejected {
+		if r.Index != 0 {
+			t.Errorf("rejection of record %d: %+v", r.Index, r)
+		}
+		fields = append(fields, r.Field)
+	}
+	want := []string{"request_id", "latency_ms", "error_class", "reasoning_tokens"}
+	if !slices.Equal(fields, want) || len(b.Records) != 1 {
+		t.Errorf("rejected fields %v (records kept %d), want %v and 1", fields, len(b.Records), want)
+	}
 }

@@ -5,7 +5,11 @@
 #
 # Runs as root without a terminal (CI, containers), or as a user with sudo. Package scripts are
 # kept from starting services (postgresql's cluster, prometheus, alertmanager): there is no init
-# system to run them here, and daemons left behind would hold the ports tests use.
+# system to run them here, and daemons left behind would hold the ports tests use. On a machine
+# with systemd, the prometheus and alertmanager services this run installed are also disabled
+# (Debian's packages enable them for the next boot): the tests start their own, and a developer's
+# laptop should not run a Prometheus on :9090 from then on. A service installed before is left as
+# it was. PostgreSQL's own service is left enabled: make run only uses its binaries.
 set -euo pipefail
 
 packages=(
@@ -41,7 +45,7 @@ fi
 
 # invoke-rc.d asks /usr/sbin/policy-rc.d whether a package may start its service; 101 means no.
 # Put one in place for this run unless the machine has its own (Docker images do).
-policy=/usr/sbin/policy-rc.d
+policy=${INSTALL_DEPS_POLICY_RC_D:-/usr/sbin/policy-rc.d} # the variable is for tests
 if [[ ! -e $policy ]]; then
 	printf '#!/bin/sh\n# Written by ledgerd scripts/install-deps.sh for the duration of an install.\nexit 101\n' |
 		"${sudo[@]}" tee "$policy" >/dev/null
@@ -60,5 +64,23 @@ for pkg in "${missing[@]}"; do
 		echo "install-deps: $pkg is still not installed" >&2
 		exit 1
 	fi
+done
+
+# Services of the packages just installed that the tests run themselves: disable them, and stop
+# them where systemd is running (policy-rc.d kept them from starting, unless the machine has its
+# own policy). deb-systemd-helper removes the enablement even without systemd running.
+for pkg in "${missing[@]}"; do
+	case $pkg in
+	prometheus) unit=prometheus.service ;;
+	prometheus-alertmanager) unit=prometheus-alertmanager.service ;;
+	*) continue ;;
+	esac
+	if command -v deb-systemd-helper >/dev/null; then
+		"${sudo[@]}" deb-systemd-helper disable "$unit" >/dev/null 2>&1 || true
+	fi
+	if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+		"${sudo[@]}" systemctl disable --now "$unit" >/dev/null 2>&1 || true
+	fi
+	echo "install-deps: $unit disabled (the tests start their own $pkg)"
 done
 echo "install-deps: done"

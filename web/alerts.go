@@ -79,14 +79,35 @@ func (h *Handler) alertsPage(c echo.Context) error {
 	return h.render(c, 200, alertsView(fr, d))
 }
 
-// labelText writes an alert's labels as k=v, sorted.
-func labelText(labels map[string]string) string {
-	parts := make([]string, 0, len(labels))
-	for k, v := range labels {
-		parts = append(parts, k+"="+v)
+// scopeText says what an alert covers, for people: its scope labels as "service router ·
+// model claude-haiku-5-5", in the order a reader narrows down (project, org, provider, model,
+// service, operation, tenant, then the rule's own labels). The labels every alert carries
+// (alertname, kind, severity, project) are in the Rule column or the page itself, so they are
+// left out; an alert with nothing else covers the whole project.
+func scopeText(labels map[string]string) string {
+	order := []string{"org", "provider", "model", "service", "operation", "tenant"}
+	skip := map[string]bool{"alertname": true, "kind": true, "severity": true, "project": true}
+	var parts []string
+	for _, k := range order {
+		if v, ok := labels[k]; ok {
+			parts = append(parts, k+" "+v)
+			skip[k] = true
+		}
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
+	var rest []string
+	for k := range labels {
+		if !skip[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		parts = append(parts, k+" "+labels[k])
+	}
+	if len(parts) == 0 {
+		return "whole project"
+	}
+	return strings.Join(parts, " · ")
 }
 
 // failing tells whether a receiver's last delivery failed.

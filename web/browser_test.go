@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +147,27 @@ const chartsJS = `[...document.querySelectorAll('.plot[data-chart]')].map(e => {
 	return {id: e.dataset.chart, drawn: e.dataset.drawn || '', width: c ? c.width : 0, height: c ? c.height : 0};
 })`
 
+// tablesFitJS lists what a person could not reach on the page as shown: a page wider than the
+// screen, a table outside a scrolling box, a box that does not fit the screen, or a box that
+// does not scroll to its table's last column.
+const tablesFitJS = `(() => {
+	const vw = document.documentElement.clientWidth, bad = [];
+	if (document.documentElement.scrollWidth > vw) bad.push('the page is ' + document.documentElement.scrollWidth + ' px wide');
+	for (const t of document.querySelectorAll('main table:not(figure table)')) {
+		const name = t.dataset.testid || 'a table', w = t.closest('.table-wrap');
+		if (!w) { bad.push(name + ' is not in a scrolling box'); continue; }
+		const r = w.getBoundingClientRect();
+		if (r.left < -1 || r.right > vw + 1) bad.push(name + ': its box runs from ' + Math.round(r.left) + ' to ' + Math.round(r.right) + ' px');
+		const ox = getComputedStyle(w).overflowX;
+		if (t.getBoundingClientRect().width > w.clientWidth + 1 && ox !== 'auto' && ox !== 'scroll') bad.push(name + ' is clipped');
+		for (const c of t.querySelectorAll('th, td')) {
+			const cr = c.getBoundingClientRect();
+			if (cr.width > 0 && c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).overflow !== 'visible') { bad.push(name + ': cell "' + c.textContent.trim().slice(0, 40) + '" is cut'); break; }
+		}
+	}
+	return bad;
+})()`
+
 // TestBrowser opens every page in headless Chromium as a person would: logs in through the form,
 // reads the figures shown, checks that the charts drew and that the console stayed clean, and
 // keeps a screenshot of each page.
@@ -268,6 +290,58 @@ func TestBrowser(t *testing.T) {
 		for _, e := range cons.take() {
 			t.Errorf("%s: %s", p.name, e)
 		}
+	}
+
+	// Tick labels are exact at every step (2.5% steps read 2.5%, not 3%), and a legend at rest
+	// shows the series names only: no "Time: --", no colon after each name.
+	ticks, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](`[
+		ledgerdCharts.tickLabels('percent', [0, 2.5, 5, 7.5], 2.5),
+		ledgerdCharts.tickLabels('ratio', [0, 0.25, 0.5, 0.75], 0.25),
+		ledgerdCharts.tickLabels('usd', [0, 1000, 2000], 1000)]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"0.0%", "2.5%", "5.0%", "7.5%"}, {"0.00", "0.25", "0.50", "0.75"}, {"$0", "$1,000", "$2,000"}}; !reflect.DeepEqual(ticks, want) {
+		t.Errorf("tick labels %q, want %q", ticks, want)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll('.plot[data-chart]')].every(e => e.dataset.drawn)`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("overview: charts did not draw: %v", err)
+	}
+	legends, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('.u-legend')].map(l =>
+		[...l.querySelectorAll('th')].filter(th => th.checkVisibility()).map(th => th.innerText + getComputedStyle(th, '::after').content.replace(/^none$|^normal$/, '')).join(' | ') +
+		' / ' + l.innerText)`))
+	if err != nil || len(legends) == 0 {
+		t.Fatalf("legends: %v (%d)", err, len(legends))
+	}
+	for _, l := range legends {
+		if strings.Contains(l, "Time") || strings.Contains(l, "--") || strings.Contains(l, ":") {
+			t.Errorf("legend at rest reads %q", l)
+		}
+	}
+
+	// At a laptop's 1400 px and a phone's 390 px, every table of every page sits in a box that
+	// fits the screen and scrolls sideways to the table's last column: nothing is clipped.
+	for _, width := range []int64{1400, 390} {
+		for _, path := range []string{"/", "/models", "/services", "/services?service=support-bot", "/cache", "/reliability", "/alerts", "/prices"} {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(base+path),
+				chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
+				t.Fatal(err)
+			}
+			bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](tablesFitJS))
+			if err != nil {
+				t.Fatalf("%d px %s: %v", width, path, err)
+			}
+			for _, b := range bad {
+				t.Errorf("%d px %s: %s", width, path, b)
+			}
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
 	}
 
 	// On a phone the overview still fits: nothing wider than the screen but the scrolling tables.

@@ -414,7 +414,7 @@ func cacheView(f frame, d cacheData) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = spend(r.CostUSD, r.UnpricedCalls).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = spend(r.CostUSD, r.UnpricedCalls, 0).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -49,19 +49,23 @@ func newChart(v view, kind, unit string, stacked bool) chartSpec {
 
 // spendCell is an amount with the number of attempts it leaves out for want of a price.
 type spendCell struct {
-	cost     money.Nanos
-	unpriced int64
+	cost              money.Nanos
+	unpriced, unknown int64
 }
 
 func (s *spendCell) add(st analytics.Stats) {
 	s.cost += costOf(st)
 	s.unpriced += st.UnpricedAttempts
+	s.unknown += st.UsageUnknownAttempts
 }
 
 func (s spendCell) text() string {
 	t := s.cost.USD()
 	if s.unpriced > 0 {
 		t += " + " + numfmt.Count(s.unpriced) + " unpriced"
+	}
+	if s.unknown > 0 {
+		t += " + usage unknown (" + numfmt.Count(s.unknown) + ")"
 	}
 	return t
 }

@@ -1,9 +1,13 @@
 package web
 
 import (
+	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/money"
 )
 
 var testNow = time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
@@ -122,6 +126,70 @@ func TestCapped(t *testing.T) {
 		b := capped(breakdown{Rows: make([]statRow, n)})
 		if len(b.Rows) != min(n, maxRows) || b.Hidden != max(0, n-maxRows) {
 			t.Errorf("%d rows: kept %d, hidden %d", n, len(b.Rows), b.Hidden)
+		}
+	}
+}
+
+// TestSpendUsageUnknown renders the spend of groups with attempts whose usage is unknown: they are
+// flagged as "usage unknown (N)" beside the amount, like unpriced ones, and never read as $0.
+func TestSpendUsageUnknown(t *testing.T) {
+	t.Parallel()
+	cost := money.Nanos(2_350_000_000)
+	cases := []struct {
+		name              string
+		cost              *money.Nanos
+		unpriced, unknown int64
+		want              string
+	}{
+		// only usage-unknown attempts: no amount at all
+		{"all unknown", nil, 0, 439, "usage unknown (439)"},
+		// some priced, some without usage: the amount and the flag
+		{"partly unknown", &cost, 0, 2007, "$2.35+ usage unknown (2,007)"},
+		// both kinds of missing cost are named
+		{"both", nil, 3, 2, "unpriced (3)usage unknown (2)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			if err := spend(tc.cost, tc.unpriced, tc.unknown).Render(context.Background(), &b); err != nil {
+				t.Fatal(err)
+			}
+			text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(b.String(), "")
+			if text = strings.Join(strings.Fields(text), ""); text != strings.ReplaceAll(tc.want, " ", "") {
+				t.Errorf("rendered %q, want %q", text, tc.want)
+			}
+		})
+	}
+}
+
+// TestScopeText checks that an alert's scope reads as words, not as raw label pairs: the labels
+// every alert carries are left out and the rest come in the order a reader narrows down.
+func TestScopeText(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"alertname": "retry-storm", "kind": "attempts_per_call", "severity": "warning", "project": "acme",
+			"service": "router", "operation": "classify", "model": "claude-haiku-5-5", "team": "platform"},
+			"model claude-haiku-5-5 · service router · operation classify · team platform"},
+		{map[string]string{"alertname": "budget", "kind": "monthly_budget", "project": "acme"}, "whole project"},
+	}
+	for _, c := range cases {
+		if got := scopeText(c.labels); got != c.want {
+			t.Errorf("scopeText(%v) = %q, want %q", c.labels, got, c.want)
+		}
+	}
+}
+
+// TestBasisText checks that the projection card says what its run rate averages, a young
+// ledger's few days included.
+func TestBasisText(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{0: "today so far", 1: "1 complete day", 2: "2 complete days (a young ledger)", 7: "the last 7 complete days"} {
+		if got := basisText(n); got != want {
+			t.Errorf("basisText(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

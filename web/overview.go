@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -93,7 +94,9 @@ type spender struct {
 	// Cost is the spend of the priced attempts; nil when every attempt was unpriced.
 	Cost     *money.Nanos
 	Unpriced int64
-	Calls    int64
+	// Unknown counts the attempts whose answer carried no usage.
+	Unknown int64
+	Calls   int64
 }
 
 // topSpenders adds up groups by their name (a service from its operations, say) and returns the n
@@ -117,6 +120,7 @@ func topSpenders(groups []analytics.Group, n int, name func(analytics.Key) (labe
 			s.Cost = &c
 		}
 		s.Unpriced += g.UnpricedAttempts
+		s.Unknown += g.UsageUnknownAttempts
 		s.Calls += g.Requests
 	}
 	slices.SortStableFunc(out, func(a, b *spender) int {
@@ -191,4 +195,23 @@ func blanks(n int) []string {
 // overBudget tells whether the month is over its budget, or heading there.
 func overBudget(p analytics.Projection) bool {
 	return p.BudgetUSD != nil && (p.BudgetExceeded || p.ProjectedUSD > *p.BudgetUSD)
+}
+
+// basisText names the days the run rate of a projection averages: "the last 7 days", or, on a
+// ledger younger than a week, as many as it has ("1 day so far", or today alone).
+func basisText(n int) string {
+	switch {
+	case n == 0:
+		return "today so far"
+	case n == 1:
+		return "1 complete day"
+	case n < analytics.BasisDays:
+		return strconv.Itoa(n) + " complete days (a young ledger)"
+	}
+	return "the last " + strconv.Itoa(n) + " complete days"
+}
+
+// daysLeftText writes the days left in a month to one decimal: "11.4 days".
+func daysLeftText(d float64) string {
+	return strconv.FormatFloat(d, 'f', 1, 64) + " days"
 }

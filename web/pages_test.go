@@ -56,9 +56,12 @@ func TestPageFigures(t *testing.T) {
 		{name: "model error rate", path: "/models", table: "models", row: "anthropic / claude-sonnet-5-5", col: "error-rate", want: "7.7%"},
 		{name: "fallback model spend apart", path: "/models", table: "models", row: "openai / gpt-4o", col: "spend", want: "$0.35"},
 		{name: "fallback has no calls of its own", path: "/models", table: "models", row: "openai / gpt-4o", col: "cost-per-call", want: "–"},
+		// a fallback row says where its calls are counted, rather than "0" beside its attempts
+		{name: "fallback calls are the primary's", path: "/models", table: "models", row: "openai / gpt-4o", col: "calls", want: "– counted on the primary"},
 		{name: "unpriced model is unpriced, not $0", path: "/models", table: "models", row: "acme / acme-llm-2-preview", col: "spend", want: "unpriced (3)"},
 		{name: "unpriced model has no cost per call", path: "/models", table: "models", row: "acme / acme-llm-2-preview", col: "cost-per-call", want: "unpriced"},
-		{name: "no cost per call counts unpriced calls as free", path: "/models", testid: "total-cost-per-call", want: "partly unpriced"},
+		// partly unpriced: the priced attempts' cost per call, a lower bound, and said to be one
+		{name: "partly unpriced cost per call is a lower bound", path: "/models", testid: "total-cost-per-call", want: "at least $0.1854 (priced attempts only)"},
 
 		// Services and their drill-down to operations and tenants.
 		{name: "service spend", path: "/services", table: "services", row: "support-bot", col: "spend", want: "$2.35"},
@@ -155,8 +158,10 @@ func TestPageFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc := s.get(t, s.keyAcme, "/", http.StatusOK)
-		want := p.ProjectedUSD.USD() + " " + p.ProjectedLowUSD.USD() + " to " + p.ProjectedHighUSD.USD() + " No budget set"
-		if got := testText(doc, "projected"); got != want {
+		want := p.ProjectedUSD.USD() + " " + p.ProjectedLowUSD.USD() + " to " + p.ProjectedHighUSD.USD() +
+			" month to date + the mean of the last 7 complete days × " + strconv.FormatFloat(p.DaysRemaining, 'f', 1, 64) +
+			" days left (costcalc ledger scales its window instead) No budget set"
+		if got := strings.Join(strings.Fields(strings.ReplaceAll(testText(doc, "projected"), "( ", "(")), " "); got != want {
 			t.Errorf("projected: got %q, want %q", got, want)
 		}
 	})

@@ -520,7 +520,7 @@ func reliabilityView(f frame, d reliabilityData) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = spend(g.CostUSD, g.UnpricedAttempts).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = spend(g.CostUSD, g.UnpricedAttempts, g.UsageUnknownAttempts).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -68,6 +69,9 @@ func NewSecret(value string) Secret { return Secret{value: value} }
 // SecretFile returns a secret read from path at each use.
 func SecretFile(path string) Secret { return Secret{file: path} }
 
+// File is the path a secret is read from, "" for an inline one.
+func (s Secret) File() string { return s.file }
+
 // IsZero reports whether the secret is unset.
 func (s Secret) IsZero() bool { return s.value == "" && s.file == "" }
 
@@ -91,12 +95,12 @@ func (s Secret) Get() (string, error) {
 	}
 	f, err := os.Open(s.file)
 	if err != nil {
-		return "", fmt.Errorf("read secret file: %w", err)
+		return "", fmt.Errorf("read secret file: %w", err) // the os error names the file
 	}
 	defer f.Close()
 	b := make([]byte, maxSecretFile+1)
-	n, err := f.Read(b)
-	if err != nil {
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", fmt.Errorf("read secret file %s: %w", s.file, err)
 	}
 	if n > maxSecretFile {

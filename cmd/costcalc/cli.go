@@ -135,9 +135,15 @@ func (c common) setup(e env) (*pricing.Catalog, time.Time, error) {
 	if file == "" {
 		file = e.getenv("LEDGERD_PRICES")
 	}
-	cat, err := pricing.Load(file)
+	if file != "" {
+		progress(e, "loading prices from %s...", file)
+	}
+	cat, rep, err := pricing.LoadReported(file)
 	if err != nil {
 		return nil, time.Time{}, err
+	}
+	for _, w := range rep.Warnings() {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
 	return cat, at, nil
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -37,6 +39,14 @@ func runEstimate(e env, args []string) error {
 	}
 	if len(ms) == 0 || calls == "" {
 		return usagef("estimate needs --model and --calls-per-day")
+	}
+	tokensGiven := false
+	fs.Visit(func(f *flag.Flag) {
+		tokensGiven = tokensGiven || strings.HasSuffix(f.Name, "-tokens")
+	})
+	if !tokensGiven {
+		// Without them a call would be priced at $0.00: the size of a call is what is priced.
+		return usagef("estimate needs the tokens of one call: --input-tokens and --output-tokens (and --cache-write-tokens, --cache-read-tokens when the prompt is cached)")
 	}
 	if asJSON && asCSV {
 		return usagef("--json and --csv exclude each other")

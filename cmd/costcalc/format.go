@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"math/big"
+	"os"
 	"strings"
 
 	"github.com/ledgerd/ledgerd/internal/numfmt"
@@ -22,4 +24,17 @@ func count(r *big.Rat) string {
 		return numfmt.Count(r.Num().Int64())
 	}
 	return decimal(r, 4)
+}
+
+// progress tells a person at a terminal what a slow step is doing, on stderr; it says nothing
+// when stderr is a file or a pipe, so scripts and golden outputs see only the results.
+func progress(e env, format string, args ...any) {
+	f, ok := e.stderr.(*os.File)
+	if !ok {
+		return
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return
+	}
+	fmt.Fprintf(f, format+"\n", args...)
 }

@@ -44,6 +44,7 @@ type summaryStats struct {
 	Requests           int64        `json:"requests"`
 	CostUSD            *money.Nanos `json:"cost_usd"`
 	UnpricedAttempts   int64        `json:"unpriced_attempts"`
+	UsageUnknown       int64        `json:"usage_unknown_attempts"`
 	InputTokens        int64        `json:"input_tokens"`
 	OutputTokens       int64        `json:"output_tokens"`
 	CacheWriteTokens   int64        `json:"cache_write_tokens"`
@@ -165,6 +166,7 @@ type ledgerRow struct {
 	Attempts           int64        `json:"attempts"`
 	Requests           int64        `json:"requests"`
 	UnpricedAttempts   int64        `json:"unpriced_attempts"`
+	UsageUnknown       int64        `json:"usage_unknown_attempts"`
 	InputTokens        int64        `json:"input_tokens"`
 	OutputTokens       int64        `json:"output_tokens"`
 	CacheWriteTokens   int64        `json:"cache_write_tokens"`
@@ -200,7 +202,7 @@ type projection struct {
 }
 
 func row(s summaryStats) ledgerRow {
-	return ledgerRow{Attempts: s.Attempts, Requests: s.Requests, UnpricedAttempts: s.UnpricedAttempts,
+	return ledgerRow{Attempts: s.Attempts, Requests: s.Requests, UnpricedAttempts: s.UnpricedAttempts, UsageUnknown: s.UsageUnknown,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CacheWriteTokens: s.CacheWriteTokens,
 		CacheWrite1hTokens: s.CacheWrite1hTokens, CacheReadTokens: s.CacheReadTokens, ReasoningTokens: s.ReasoningTokens,
 		CostUSD: s.CostUSD}
@@ -310,6 +312,7 @@ func runLedger(e env, args []string) error {
 		}
 	}
 	to := e.now().UTC().Truncate(time.Hour)
+	progress(e, "asking ledgerd at %s for %s of traffic...", base, window)
 	s, err := fetchSummary(base, key, to.Add(-window), to)
 	if err != nil {
 		return err
@@ -364,6 +367,12 @@ func ledgerText(e env, p projection) error {
 	if n := p.Total.UnpricedAttempts; n > 0 {
 		fmt.Fprintf(w, "\n%s attempts had no price: COST leaves them out (add their model to the price file, then `ledgerd reprice`).\n", numfmt.Count(n))
 	}
+	if n := p.Total.UsageUnknown; n > 0 {
+		fmt.Fprintf(w, "\nusage unknown (%s): attempts whose answer carried no usage (a chat stream without stream_options.include_usage); COST leaves them out.\n", numfmt.Count(n))
+	}
+	fmt.Fprintf(w, "\nPER MONTH is the window's cost per day times %s days. The dashboard's projected month (and GET /v1/projection)\n"+
+		"is this calendar month's spend so far plus its recent daily run rate for the days left, so the two differ\n"+
+		"unless spend is flat: compare the dashboard with `ledger --since` the days of this month.\n", p.DaysPerMonth)
 	if a := p.AsModel; a != nil {
 		fmt.Fprintf(w, "\nAS %s: %s/%s at the prices in effect on %s (version %s).\n%s\n",
 			strings.ToUpper(a.Model), a.Provider, a.Model, a.PricesAt.Format("2006-01-02"), a.PriceVersion, a.Note)

@@ -102,13 +102,15 @@ models:
 		// an unknown command is bad usage
 		{"unknown command", nil, []string{"ledgr"}, 2, "", `unknown command "ledgr"`},
 		// an unknown model is bad usage and names the nearest ids
-		{"unknown model", nil, []string{"estimate", "--model", "claude-haiku-5.5", "--calls-per-day", "1"}, 2, "", "did you mean claude-haiku-5-5"},
+		{"unknown model", nil, []string{"estimate", "--model", "claude-haiku-5.5", "--calls-per-day", "1", "--input-tokens", "100"}, 2, "", "did you mean claude-haiku-5-5"},
 		// required flags
 		{"missing flags", nil, []string{"estimate", "--model", "gpt-4o"}, 2, "", "needs --model and --calls-per-day"},
+		// no token flag at all would price a call at $0.00: refused, saying what is needed
+		{"no tokens", nil, []string{"estimate", "--model", "gpt-4o", "--calls-per-day", "1000"}, 2, "", "needs the tokens of one call: --input-tokens and --output-tokens"},
 		// an unknown flag
 		{"unknown flag", nil, []string{"prices", "--modle", "x"}, 2, "", "flag provided but not defined"},
 		// a non-numeric count
-		{"bad number", nil, []string{"estimate", "--model", "gpt-4o", "--calls-per-day", "lots"}, 2, "", "not a non-negative decimal"},
+		{"bad number", nil, []string{"estimate", "--model", "gpt-4o", "--calls-per-day", "lots", "--input-tokens", "100"}, 2, "", "not a non-negative decimal"},
 		// a hit rate above 100%
 		{"bad hit rate", nil, []string{"cache", "--model", "gpt-4o", "--prefix-tokens", "10", "--calls", "2", "--hit-rate", "120%"}, 2, "", "above 1"},
 		// a bad TTL
@@ -124,9 +126,9 @@ models:
 		// --prices wins over the environment
 		{"flag over env", map[string]string{"LEDGERD_PRICES": filepath.Join(dir, "nope.yaml")}, []string{"prices", "--prices", custom, "--model", "acme/acme-1"}, 0, "acme/acme-1", ""},
 		// a batch estimate on a model without a known batch price says so
-		{"no batch price", nil, []string{"estimate", "--model", "gpt-6-sol", "--calls-per-day", "1", "--batch"}, 1, "", "no batch price"},
+		{"no batch price", nil, []string{"estimate", "--model", "gpt-6-sol", "--calls-per-day", "1", "--batch", "--input-tokens", "100"}, 1, "", "no batch price"},
 		// a model without a price yet at --at is unpriced
-		{"before launch", nil, []string{"estimate", "--model", "claude-haiku-5-5", "--calls-per-day", "1", "--at", "2026-01-01"}, 1, "", "no price in effect"},
+		{"before launch", nil, []string{"estimate", "--model", "claude-haiku-5-5", "--calls-per-day", "1", "--at", "2026-01-01", "--input-tokens", "100"}, 1, "", "no price in effect"},
 		// -h prints the flags and succeeds
 		{"subcommand help", nil, []string{"cache", "-h"}, 0, "", "-prefix-tokens"},
 	}
@@ -139,5 +141,34 @@ models:
 					code, tc.code, stdout, stderr, tc.stdout, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestPricesSummary loads a LiteLLM-shaped file with a "last_updated" string and Azure's split
+// batch prices: it must load, warn once naming the skipped entry, and count what it priced.
+func TestPricesSummary(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "litellm.json")
+	src := `{"last_updated": "2026-11-30",
+	"sample_spec": {"litellm_provider": "one of ...", "input_cost_per_token": 0.0, "output_cost_per_token": 0.0},
+	"azure/us/gpt-4.1-nano-2025-04-14": {"litellm_provider": "azure", "mode": "chat", "input_cost_per_token": 1.1e-07,
+		"output_cost_per_token": 4.4e-07, "input_cost_per_token_batches": 6e-08, "output_cost_per_token_batches": 2.2e-07},
+	"dall-e-3": {"litellm_provider": "openai", "mode": "image_generation", "input_cost_per_pixel": 4e-08}}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runTest(t, nil, "prices", "--prices", path, "--summary")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "litellm.json (LiteLLM price map): 1 model priced; skipped 2 not priced per token, 1 not an entry") {
+		t.Errorf("stdout = %q", stdout)
+	}
+	if strings.Count(stderr, "warning:") != 1 || !strings.Contains(stderr, `"last_updated"`) {
+		t.Errorf("stderr = %q, want one warning naming last_updated", stderr)
+	}
+	code, stdout, stderr = runTest(t, nil, "prices", "--prices", path, "--model", "azure/us/gpt-4.1-nano-2025-04-14")
+	if code != 0 || !strings.Contains(stdout, "batch: -45.4545% input, -50% output") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

@@ -18,12 +18,17 @@ func runPrices(e env, args []string) error {
 		c      common
 		model  string
 		asJSON bool
+		sum    bool
 	)
 	fs := newFlags("prices", e, &c)
 	fs.StringVar(&model, "model", "", "show one model with every price version and its sources")
 	fs.BoolVar(&asJSON, "json", false, "print JSON (every version; the same shape as a price file)")
+	fs.BoolVar(&sum, "summary", false, "print only what the price file contributed: models priced, entries skipped by reason")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if sum {
+		return pricesSummary(e, c)
 	}
 	cat, at, err := c.setup(e)
 	if err != nil {
@@ -48,11 +53,42 @@ func runPrices(e env, args []string) error {
 	return pricesText(e, at, list)
 }
 
+// pricesSummary prints the price file's report: the catalog's size, the models the file priced
+// and the entries it skipped, by reason.
+func pricesSummary(e env, c common) error {
+	file := c.prices
+	if file == "" {
+		file = e.getenv("LEDGERD_PRICES")
+	}
+	cat, rep, err := pricing.LoadReported(file)
+	if err != nil {
+		return err
+	}
+	for _, w := range rep.Warnings() {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	fmt.Fprintf(e.stdout, "catalog: %s models (the built-in catalog and the price file)\n", numfmt.Count(int64(len(cat.Models()))))
+	if file == "" {
+		fmt.Fprintln(e.stdout, "price file: none (--prices or $LEDGERD_PRICES)")
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "price file: %s\n", rep.Summary())
+	return nil
+}
+
+// batchText is a version's batch discount: "-50%", or "-45.4545% input, -50% output" when the
+// output has its own.
 func batchText(p pricing.Price) string {
 	if p.BatchDiscount == nil {
 		return "unknown"
 	}
-	return "-" + decimal(new(big.Rat).Mul(p.BatchDiscount.Rat(), big.NewRat(100, 1)), 4) + "%"
+	pct := func(r pricing.Ratio) string {
+		return "-" + decimal(new(big.Rat).Mul(r.Rat(), big.NewRat(100, 1)), 4) + "%"
+	}
+	if p.BatchOutputDiscount != nil {
+		return pct(*p.BatchDiscount) + " input, " + pct(*p.BatchOutputDiscount) + " output"
+	}
+	return pct(*p.BatchDiscount)
 }
 
 func tiersText(p pricing.Price) string {

@@ -127,6 +127,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		readWait := fs.String("read-max-wait", env("LEDGERD_READ_MAX_WAIT", store.DefaultReadMaxWait.String()), "how long a read waits for the standby to replay the primary's writes before reading the primary")
 		fs.StringVar(&o.ViewerToken, "viewer-token", os.Getenv("LEDGERD_VIEWER_TOKEN"), "password that opens the dashboard of --viewer-project (read-only); prefer the env variable")
 		fs.StringVar(&o.ViewerProject, "viewer-project", os.Getenv("LEDGERD_VIEWER_PROJECT"), "project the viewer token shows")
+		fs.StringVar(&o.PublicURL, "public-url", os.Getenv("LEDGERD_PUBLIC_URL"), "ledgerd's address as people reach it (https://ledgerd.example.com): alert notifications link to the dashboard there")
 		fs.StringVar(&o.Config, "config", os.Getenv("LEDGERD_CONFIG"), "configuration file: alert rules and receivers (YAML, see docs/alerts.md)")
 		fs.StringVar(&o.OTLPTenantAttributes, "otlp-tenant-attributes", env("LEDGERD_OTLP_TENANT_ATTRIBUTES", strings.Join(otlp.DefaultTenantAttributes, ",")), "span or resource attributes naming an OTLP span's tenant, comma-separated, first found wins")
 		if err := parse(fs, rest, 0); err != nil {

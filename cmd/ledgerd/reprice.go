@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/app"
@@ -29,9 +30,12 @@ func runReprice(ctx context.Context, fs *flag.FlagSet, o *app.Options, args []st
 	if *from == "" || *to == "" {
 		return fmt.Errorf("%w: reprice needs --from and --to", errUsage)
 	}
-	cat, err := pricing.Load(o.PricesFile)
+	cat, rep, err := pricing.LoadReported(o.PricesFile)
 	if err != nil {
 		return fmt.Errorf("load prices: %w", err)
+	}
+	for _, w := range rep.Warnings() {
+		fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 	}
 	return withDB(ctx, *o, func(d *app.DB) error {
 		tz, err := ledgerZone(ctx, d.Store)

@@ -21,8 +21,10 @@
 //
 //   - attempts: provider attempts; requests: logical calls, counted by their first attempt
 //     (attempt_no 1); attempts_per_call = attempts / requests (retry amplification).
-//   - cost_usd: ledgerd's cost of the priced attempts; unpriced_attempts counts the others. When
-//     every attempt of a group is unpriced cost_usd is null, never "0". cache_savings_usd is what
+//   - cost_usd: ledgerd's cost of the priced attempts; unpriced_attempts counts those whose model
+//     has no price, usage_unknown_attempts those whose answer carried no usage (a chat stream
+//     without include_usage): neither is in cost_usd, neither is $0. When every attempt of a group
+//     is one or the other cost_usd is null, never "0". cache_savings_usd is what
 //     the priced attempts would have cost without prompt caching minus what they cost (negative
 //     when caching lost money); wasted_usd is the cost of attempts that did not succeed (status
 //     error or cancelled). Both are null when the attempts they cover are all unpriced.
@@ -117,10 +119,19 @@ const MaxRange = 400 * 24 * time.Hour
 type ParamError struct {
 	Param  string
 	Reason string
+	// Others are the request's other bad parameters, so that one answer names them all.
+	Others []*ParamError
 }
 
-// Error formats the error as "param: reason", the message of the 400 answer.
-func (e *ParamError) Error() string { return e.Param + ": " + e.Reason }
+// Error formats the error as "param: reason", followed by "; param: reason" for each of the
+// others: the message of the 400 answer.
+func (e *ParamError) Error() string {
+	s := e.Param + ": " + e.Reason
+	for _, o := range e.Others {
+		s += "; " + o.Error()
+	}
+	return s
+}
 
 func badParam(param, format string, args ...any) error {
 	return &ParamError{Param: param, Reason: fmt.Sprintf(format, args...)}

@@ -58,16 +58,12 @@ type CacheAnswer struct {
 }
 
 func (s *Service) getSummary(c echo.Context) error {
-	q, err := queryParams(c.QueryParams(), summaryParams)
-	if err != nil {
-		return fail(err)
-	}
-	f, err := parseFilter(q, s.tz)
-	if err != nil {
-		return fail(err)
-	}
+	var bad paramErrors
+	q := bad.queryParams(c.QueryParams(), summaryParams)
+	f := bad.parseFilter(q, s.tz)
 	dims, err := parseGroupBy(q["group_by"])
-	if err != nil {
+	bad.add(err)
+	if err := bad.err(); err != nil {
 		return fail(err)
 	}
 	top, err := parseTop(q["top"])
@@ -98,15 +94,16 @@ func parseTop(v string) (int, error) {
 }
 
 func (s *Service) getProjection(c echo.Context) error {
-	q, err := queryParams(c.QueryParams(), projectionParams)
-	if err != nil {
-		return fail(err)
-	}
+	var bad paramErrors
+	q := bad.queryParams(c.QueryParams(), projectionParams)
 	month := s.now().In(s.tz)
 	if v, ok := q["month"]; ok {
-		if month, err = parseMonth(v); err != nil {
-			return fail(err)
-		}
+		var err error
+		month, err = parseMonth(v)
+		bad.add(err)
+	}
+	if err := bad.err(); err != nil {
+		return fail(err)
 	}
 	p, err := s.Projection(c.Request().Context(), server.ProjectOf(c).ID, month, q["service"])
 	if err != nil {
@@ -116,16 +113,12 @@ func (s *Service) getProjection(c echo.Context) error {
 }
 
 func (s *Service) getCache(c echo.Context) error {
-	q, err := queryParams(c.QueryParams(), cacheParams)
-	if err != nil {
-		return fail(err)
-	}
-	f, err := parseFilter(q, s.tz)
-	if err != nil {
-		return fail(err)
-	}
+	var bad paramErrors
+	q := bad.queryParams(c.QueryParams(), cacheParams)
+	f := bad.parseFilter(q, s.tz)
 	minCalls, err := parseMinCalls(q["min_calls"])
-	if err != nil {
+	bad.add(err)
+	if err := bad.err(); err != nil {
 		return fail(err)
 	}
 	f.ProjectID = server.ProjectOf(c).ID
@@ -143,6 +136,28 @@ func (s *Service) getCache(c echo.Context) error {
 	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls, Rows: rows})
 }
 
+// paramErrors collects every bad parameter of a request, so that one answer names them all
+// rather than the first.
+type paramErrors []*ParamError
+
+// add keeps err when it is a bad parameter; other errors cannot come from parsing.
+func (b *paramErrors) add(err error) {
+	var pe *ParamError
+	if errors.As(err, &pe) {
+		*b = append(*b, pe)
+	}
+}
+
+// err is the first bad parameter, carrying the others (ParamError.Others), or nil.
+func (b paramErrors) err() error {
+	if len(b) == 0 {
+		return nil
+	}
+	first := *b[0]
+	first.Others = b[1:]
+	return &first
+}
+
 // fail maps an error to its HTTP answer: 400 for a bad parameter, 404 for an unknown project, 503
 // when the database is unreachable; anything else is a 500 the server logs.
 func fail(err error) error {
@@ -158,8 +173,9 @@ func fail(err error) error {
 	return err
 }
 
-// queryParams checks that q holds only allowed parameters, each at most once, and returns them.
-func queryParams(q url.Values, allowed []string) (map[string]string, error) {
+// queryParams returns the allowed parameters of q given once, adding an error for each unknown
+// or repeated one.
+func (b *paramErrors) queryParams(q url.Values, allowed []string) map[string]string {
 	names := make([]string, 0, len(q))
 	for n := range q {
 		names = append(names, n)
@@ -172,30 +188,30 @@ func queryParams(q url.Values, allowed []string) (map[string]string, error) {
 			if name == "" {
 				name = `""`
 			}
-			return nil, badParam(name, "unknown parameter (this endpoint takes %s)", strings.Join(allowed, ", "))
+			b.add(badParam(name, "unknown parameter (this endpoint takes %s)", strings.Join(allowed, ", ")))
+			continue
 		}
 		if len(q[n]) > 1 {
-			return nil, badParam(n, "given more than once")
+			b.add(badParam(n, "given more than once"))
+			continue
 		}
 		out[n] = q[n][0]
 	}
-	return out, nil
+	return out
 }
 
-// parseFilter reads a Filter (without its project) from query parameters; absent times are zero,
-// which Summary and Cache take as their defaults.
-func parseFilter(q map[string]string, tz *time.Location) (Filter, error) {
+// parseFilter reads a Filter (without its project) from query parameters, adding an error for
+// each bad one; absent times are zero, which Summary and Cache take as their defaults.
+func (b *paramErrors) parseFilter(q map[string]string, tz *time.Location) Filter {
 	var f Filter
 	var err error
 	if v, ok := q["from"]; ok {
-		if f.From, err = parseTime("from", v, tz); err != nil {
-			return f, err
-		}
+		f.From, err = parseTime("from", v, tz)
+		b.add(err)
 	}
 	if v, ok := q["to"]; ok {
-		if f.To, err = parseTime("to", v, tz); err != nil {
-			return f, err
-		}
+		f.To, err = parseTime("to", v, tz)
+		b.add(err)
 	}
 	for _, p := range []struct {
 		name string
@@ -203,11 +219,12 @@ func parseFilter(q map[string]string, tz *time.Location) (Filter, error) {
 	}{{"service", &f.Service}, {"model", &f.Model}, {"tenant", &f.Tenant}, {"operation", &f.Operation}, {"provider", &f.Provider}} {
 		v := q[p.name]
 		if len(v) > schema.MaxNameLen {
-			return f, badParam(p.name, "longer than %d bytes", schema.MaxNameLen)
+			b.add(badParam(p.name, "longer than %d bytes", schema.MaxNameLen))
+			continue
 		}
 		*p.dst = v
 	}
-	return f, nil
+	return f
 }
 
 // parseTime reads an RFC 3339 time or a YYYY-MM-DD local date (meaning the start of that day in tz).

@@ -192,6 +192,14 @@ func TestBadParametersHTTP(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want %d naming %s", c.path, code, msg, c.code, c.param)
 		}
 	}
+	// Every bad parameter of one request is named in its one answer, not only the first.
+	code, body := a.get(a.keyA, "/v1/summary?from=yesterday&to=soon&colour=red&group_by=colour&service="+strings.Repeat("x", 129))
+	msg, _ := body["error"].(string)
+	for _, p := range []string{"colour: unknown parameter", "from: ", "to: ", "service: longer", "group_by: unknown dimension"} {
+		if code != 400 || !strings.Contains(msg, p) {
+			t.Errorf("GET /v1/summary with five bad parameters: %d %q, want 400 naming %q", code, msg, p)
+		}
+	}
 	for _, path := range []string{"/v1/summary", "/v1/projection", "/v1/cache"} {
 		if code, _ := a.get("", path); code != http.StatusUnauthorized {
 			t.Errorf("GET %s without a key: %d, want 401", path, code)

@@ -97,12 +97,10 @@ func FuzzQuery(f *testing.F) {
 			return
 		}
 		all := append(append([]string{"month"}, summaryParams...), "min_calls")
-		p, err := queryParams(q, all)
-		checkParamError(t, err)
-		if err != nil {
-			return
-		}
-		_, err = parseFilter(p, tz)
+		var bad paramErrors
+		p := bad.queryParams(q, all)
+		bad.parseFilter(p, tz)
+		err = bad.err()
 		checkParamError(t, err)
 		_, err = parseGroupBy(p["group_by"])
 		checkParamError(t, err)

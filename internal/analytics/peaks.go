@@ -436,14 +436,12 @@ var peakParams = []string{"from", "to", "group_by", "org", "provider", "model", 
 
 // getPeaks is GET /v1/peaks?from=&to=&group_by=&org=&provider=&model=&service=.
 func (s *Service) getPeaks(c echo.Context) error {
-	q, err := queryParams(c.QueryParams(), peakParams)
-	if err != nil {
-		return fail(err)
-	}
+	var bad paramErrors
+	q := bad.queryParams(c.QueryParams(), peakParams)
 	f := PeakFilter{ProjectID: server.ProjectOf(c).ID, Org: q["org"], Provider: q["provider"], Model: q["model"], Service: q["service"]}
 	for i, p := range peakDims {
 		if len(f.values()[i]) > schema.MaxNameLen {
-			return fail(badParam(p.name, "longer than %d bytes", schema.MaxNameLen))
+			bad.add(badParam(p.name, "longer than %d bytes", schema.MaxNameLen))
 		}
 	}
 	for _, t := range []struct {
@@ -451,10 +449,13 @@ func (s *Service) getPeaks(c echo.Context) error {
 		dst  *time.Time
 	}{{"from", &f.From}, {"to", &f.To}} {
 		if v, ok := q[t.name]; ok {
-			if *t.dst, err = parseTime(t.name, v, s.tz); err != nil {
-				return fail(err)
-			}
+			var err error
+			*t.dst, err = parseTime(t.name, v, s.tz)
+			bad.add(err)
 		}
+	}
+	if err := bad.err(); err != nil {
+		return fail(err)
 	}
 	var dims []string
 	if v := strings.TrimSpace(q["group_by"]); v != "" {

@@ -51,10 +51,11 @@ func (s *Service) UnpricedModels(ctx context.Context, projectID int64) ([]Unpric
 }
 
 // unpricedSQL sums the unpriced attempts of project $1 per recorded provider and model from the
-// daily rollups, most unpriced first.
-const unpricedSQL = `SELECT s.provider, s.model, sum(r.unpriced_attempts)::int8, min(r.bucket), max(r.bucket)
+// daily rollups, most unpriced first. Attempts whose usage is unknown are not a missing price, so
+// they are left out.
+const unpricedSQL = `SELECT s.provider, s.model, sum(r.unpriced_attempts - r.usage_unknown_attempts)::int8, min(r.bucket), max(r.bucket)
 FROM rollup_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id
-WHERE r.project_id = $1 AND r.unpriced_attempts > 0
+WHERE r.project_id = $1 AND r.unpriced_attempts > r.usage_unknown_attempts
 GROUP BY s.provider, s.model
 ORDER BY 3 DESC, 1, 2`
 
@@ -74,7 +75,7 @@ func Unpriced(ctx context.Context, db Querier, cat *pricing.Catalog, projectID i
 		}
 		m.FirstSeen, m.LastSeen = first.Format(time.DateOnly), last.Format(time.DateOnly)
 		if _, m.InCatalog = cat.Lookup(m.Provider, m.Model); !m.InCatalog {
-			m.Nearest = cat.Suggest(m.Model, 3)
+			m.Nearest = cat.SuggestFor(m.Provider, m.Model, 3)
 		}
 		return m, nil
 	})

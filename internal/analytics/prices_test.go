@@ -80,6 +80,11 @@ func TestUnpriced(t *testing.T) {
 		with(priceRec("u3", day.Add(72*time.Hour)), func(a *schema.Attempt) { a.Model = "claude-haiku-5.5"; a.Fallback = true; a.FallbackFrom = "gpt-4o" }),
 		// a known model without a batch price: in the catalog, yet its batch attempt is unpriced
 		with(priceRec("b1", day.Add(24*time.Hour)), func(a *schema.Attempt) { a.Provider = "openai"; a.Model = "gpt-6-luna"; a.Batch = true }),
+		// an answer without usage is not a missing price: its model is not listed
+		with(priceRec("n1", day), func(a *schema.Attempt) {
+			a.Provider, a.Model, a.UsageUnknown = "openai", "gpt-4o", true
+			a.InputTokens, a.OutputTokens, a.CacheWriteTokens, a.CacheReadTokens, a.CacheWrite1hTokens, a.ReasoningTokens = 0, 0, 0, 0, 0, 0
+		}),
 	})
 	beta := ingestAll(t, st, cat, "beta", []schema.Attempt{
 		with(priceRec("other", day), func(a *schema.Attempt) { a.Model = "only-in-beta" }),

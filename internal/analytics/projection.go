@@ -34,26 +34,29 @@ const BasisDays = 7
 // half away from zero, the deviation down. Unpriced attempts add nothing (unpriced_attempts says
 // how many there were this month).
 type Projection struct {
-	Month            string       `json:"month"`
-	Timezone         string       `json:"timezone"`
-	Service          string       `json:"service,omitempty"`
-	Complete         bool         `json:"complete"`
-	MonthToDateUSD   money.Nanos  `json:"month_to_date_usd"`
-	TodayUSD         money.Nanos  `json:"today_usd"`
-	ProjectedUSD     money.Nanos  `json:"projected_usd"`
-	ProjectedLowUSD  money.Nanos  `json:"projected_low_usd"`
-	ProjectedHighUSD money.Nanos  `json:"projected_high_usd"`
-	RunRateUSD       money.Nanos  `json:"run_rate_usd"`
-	RunRateStddevUSD money.Nanos  `json:"run_rate_stddev_usd"`
-	BasisDays        int          `json:"basis_days"`
-	DaysInMonth      int          `json:"days_in_month"`
-	DaysElapsed      float64      `json:"days_elapsed"`
-	DaysRemaining    float64      `json:"days_remaining"`
-	UnpricedAttempts int64        `json:"unpriced_attempts"`
-	BudgetUSD        *money.Nanos `json:"budget_usd"`
-	BudgetExceeded   bool         `json:"budget_exceeded"`
-	BudgetCrossedOn  *string      `json:"budget_crossed_on"`
-	Days             []DayCost    `json:"days"`
+	Month            string      `json:"month"`
+	Timezone         string      `json:"timezone"`
+	Service          string      `json:"service,omitempty"`
+	Complete         bool        `json:"complete"`
+	MonthToDateUSD   money.Nanos `json:"month_to_date_usd"`
+	TodayUSD         money.Nanos `json:"today_usd"`
+	ProjectedUSD     money.Nanos `json:"projected_usd"`
+	ProjectedLowUSD  money.Nanos `json:"projected_low_usd"`
+	ProjectedHighUSD money.Nanos `json:"projected_high_usd"`
+	RunRateUSD       money.Nanos `json:"run_rate_usd"`
+	RunRateStddevUSD money.Nanos `json:"run_rate_stddev_usd"`
+	BasisDays        int         `json:"basis_days"`
+	DaysInMonth      int         `json:"days_in_month"`
+	DaysElapsed      float64     `json:"days_elapsed"`
+	DaysRemaining    float64     `json:"days_remaining"`
+	UnpricedAttempts int64       `json:"unpriced_attempts"`
+	// UsageUnknownAttempts are the month's attempts whose answer carried no usage: like unpriced
+	// ones, their cost is missing from every amount, never counted as $0.
+	UsageUnknownAttempts int64        `json:"usage_unknown_attempts"`
+	BudgetUSD            *money.Nanos `json:"budget_usd"`
+	BudgetExceeded       bool         `json:"budget_exceeded"`
+	BudgetCrossedOn      *string      `json:"budget_crossed_on"`
+	Days                 []DayCost    `json:"days"`
 }
 
 // DayCost is the cost of one local day of the month, up to today.
@@ -63,7 +66,7 @@ type DayCost struct {
 }
 
 // dailyCostSQL is the cost per local day of [@from, @to), for one service when @service is not ”.
-const dailyCostSQL = `SELECT d.bucket, sum8(d.cost_nanos), sum8(d.unpriced_attempts)
+const dailyCostSQL = `SELECT d.bucket, sum8(d.cost_nanos), sum8(d.unpriced_attempts), sum8(d.usage_unknown_attempts)
 	FROM rollup_daily d
 	WHERE d.project_id = @project AND d.bucket >= @from AND d.bucket < @to
 		AND (@service = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = @project AND service = @service))
@@ -96,16 +99,17 @@ func (s *Service) Projection(ctx context.Context, projectID int64, month time.Ti
 	}
 	costs := map[date]int64{}
 	var (
-		day            time.Time
-		cost, unpriced int64
+		day                     time.Time
+		cost, unpriced, unknown int64
 	)
 	if err := s.read(ctx, dailyCostSQL, pgx.NamedArgs{"project": projectID, "from": lo.civil(), "to": next.civil(), "service": service},
-		[]any{&day, &cost, &unpriced}, func() error {
+		[]any{&day, &cost, &unpriced, &unknown}, func() error {
 			d := date{day.Year(), day.Month(), day.Day()}
 			costs[d] = cost
 			if !d.before(first) {
 				p.MonthToDateUSD += money.Nanos(cost)
-				p.UnpricedAttempts += unpriced
+				p.UnpricedAttempts += unpriced - unknown
+				p.UsageUnknownAttempts += unknown
 			}
 			return nil
 		}); err != nil {

@@ -97,6 +97,7 @@ type Stats struct {
 	Succeeded            int64            `json:"succeeded"`
 	CostUSD              *money.Nanos     `json:"cost_usd"`
 	UnpricedAttempts     int64            `json:"unpriced_attempts"`
+	UsageUnknownAttempts int64            `json:"usage_unknown_attempts"`
 	InputTokens          int64            `json:"input_tokens"`
 	OutputTokens         int64            `json:"output_tokens"`
 	CacheWriteTokens     int64            `json:"cache_write_tokens"`
@@ -137,6 +138,7 @@ var (
 	cCost         = rollup.Index(rollup.Sums, "cost_nanos")
 	cNoCache      = rollup.Index(rollup.Sums, "nocache_cost_nanos")
 	cUnpriced     = rollup.Index(rollup.Sums, "unpriced_attempts")
+	cUsageUnknown = rollup.Index(rollup.Sums, "usage_unknown_attempts")
 	cMismatch     = rollup.Index(rollup.Sums, "cost_mismatch_attempts")
 	cLatencySum   = rollup.Index(rollup.Sums, "latency_sum_ms")
 )
@@ -707,8 +709,8 @@ func (a *acc) stats() Stats {
 	}
 	st := Stats{
 		Attempts: s[cAttempts], Requests: s[cRequests], Succeeded: a.ok,
-		UnpricedAttempts: s[cUnpriced],
-		InputTokens:      s[cInput], OutputTokens: s[cOutput], CacheWriteTokens: s[cCacheWrite],
+		UnpricedAttempts: s[cUnpriced] - s[cUsageUnknown], UsageUnknownAttempts: s[cUsageUnknown],
+		InputTokens: s[cInput], OutputTokens: s[cOutput], CacheWriteTokens: s[cCacheWrite],
 		CacheWrite1hTokens: s[cCacheWrite1h], CacheReadTokens: s[cCacheRead], ReasoningTokens: s[cReasoning],
 		Errors: map[string]int64{}, Cancelled: a.cancelled, ClientCostMismatches: s[cMismatch],
 	}

@@ -245,3 +245,44 @@ func TestLatencyPercentiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryUsageUnknown checks that attempts whose answer carried no usage are counted apart,
+// stay out of cost_usd, and never make a group's cost $0: a model with nothing but such attempts
+// has cost_usd null, like an unpriced one.
+func TestSummaryUsageUnknown(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	at := day(2026, 10, 5, 10, time.UTC)
+	unknown := func(model string) schema.Attempt {
+		a := newRec(at, model).done()
+		a.UsageUnknown = true
+		return a
+	}
+	l.add(p,
+		newRec(at, "sonnet").tokens(1000, 100).done(), // 150,000
+		unknown("sonnet"),
+		unknown("gpt-4o"), unknown("gpt-4o"),
+		newRec(at, "free-model").tokens(100, 10).done(),
+	)
+	s := l.service(day(2026, 10, 6, 12, time.UTC))
+	got, err := s.Summary(context.Background(), analytics.Filter{ProjectID: p, From: day(2026, 10, 5, 0, time.UTC), To: day(2026, 10, 6, 0, time.UTC)}, "model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Total.UsageUnknownAttempts != 3 || got.Total.UnpricedAttempts != 1 || got.Total.CostUSD == nil || *got.Total.CostUSD != 150_000 {
+		t.Errorf("total: %s", js(got.Total))
+	}
+	for _, g := range got.Groups {
+		if *g.Key.Model == "gpt-4o" && (g.CostUSD != nil || g.UsageUnknownAttempts != 2 || g.UnpricedAttempts != 0) {
+			t.Errorf("gpt-4o, only usage unknown: %s", js(g.Stats))
+		}
+	}
+	proj, err := s.Projection(context.Background(), p, day(2026, 10, 6, 12, time.UTC), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if proj.UsageUnknownAttempts != 3 || proj.UnpricedAttempts != 1 {
+		t.Errorf("projection counts %d usage unknown, %d unpriced; want 3, 1", proj.UsageUnknownAttempts, proj.UnpricedAttempts)
+	}
+}

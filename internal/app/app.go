@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,9 @@ type Options struct {
 	Migrate bool
 	// Timezone counts days and months for rollups, projections and alerts (UTC).
 	Timezone string
+	// PublicURL is ledgerd's address as people reach it (https://ledgerd.example.com): alert
+	// notifications link to the dashboard under it. It overrides the config's alerts.external_url.
+	PublicURL string
 	// PricesFile is a price file merged over the embedded catalog (none).
 	PricesFile string
 	// MaxBodyBytes bounds an ingest body (16 MiB).
@@ -105,11 +109,29 @@ func (o *Options) defaults() {
 }
 
 // cleanup is a stack of shutdown steps run in reverse order of start.
-type cleanup []func(context.Context)
+type cleanup []step
 
-func (c cleanup) run(ctx context.Context) {
+// step is one shutdown step and what it waits for, said in the log as it starts, so that the
+// seconds a stop takes (the writer's last commit, the embedded PostgreSQL's checkpoint) are never
+// silent.
+type step struct {
+	what string
+	fn   func(context.Context)
+}
+
+// add pushes a step that waits for what.
+func (c *cleanup) add(what string, fn func(context.Context)) { *c = append(*c, step{what, fn}) }
+
+// run runs the steps, newest first, logging each with how long it took.
+func (c cleanup) run(ctx context.Context, log *slog.Logger) {
 	for i := len(c) - 1; i >= 0; i-- {
-		c[i](ctx)
+		start := time.Now()
+		log.Info("shutting down: waiting for " + c[i].what)
+		c[i].fn(ctx)
+		log.Debug("shut down: "+c[i].what, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+	if len(c) > 0 {
+		log.Info("shut down")
 	}
 }
 
@@ -165,21 +187,49 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("timezone %q: %w", opt.Timezone, err)
 	}
-	catalog, err := pricing.Load(opt.PricesFile)
+	if opt.PublicURL != "" {
+		u, err := url.Parse(opt.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("public URL %q must be an http(s) URL such as https://ledgerd.example.com", opt.PublicURL)
+		}
+	}
+	catalog, report, err := pricing.LoadReported(opt.PricesFile)
 	if err != nil {
 		return fmt.Errorf("load prices: %w", err)
+	}
+	if opt.PricesFile != "" {
+		for _, w := range report.Warnings() {
+			log.Warn("price file entry skipped", "entry", w)
+		}
+		log.Info("prices loaded", "file", opt.PricesFile, "summary", report.Summary())
 	}
 	var steps cleanup
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		steps.run(sctx)
+		steps.run(sctx, log)
+	}()
+	// The port is taken first: an address in use is reported before an embedded database is
+	// created and migrated, not after. Requests wait in the listen backlog until serving starts.
+	ln, err := net.Listen("tcp", opt.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", opt.Listen, err)
+	}
+	served := false
+	defer func() {
+		if !served {
+			ln.Close()
+		}
 	}()
 	db, err := OpenDB(ctx, opt)
 	if err != nil {
 		return err
 	}
-	steps = append(steps, db.Close)
+	embedded := ""
+	if opt.DatabaseURL == "" {
+		embedded = " and the embedded PostgreSQL to stop"
+	}
+	steps.add("the database pool to close"+embedded, db.Close)
 	st := db.Store
 	if err := prepareSchema(ctx, st, opt, tz); err != nil {
 		return err
@@ -191,12 +241,12 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Help: "Failed attempts to create this month's and next month's attempts partitions ahead (retried hourly; alert if it keeps rising)."})
 	actx, stopAhead := context.WithCancel(ctx)
 	ahead := keepPartitionsAhead(actx, st, opt.Now, log, aheadFailures)
-	steps = append(steps, func(context.Context) { stopAhead(); <-ahead })
+	steps.add("the partition keeper to stop", func(context.Context) { stopAhead(); <-ahead })
 	reads, err := store.OpenReads(st.Pool, opt.ReadDatabaseURL, store.ReadOptions{MaxWait: opt.ReadMaxWait, Registerer: reg})
 	if err != nil {
 		return err
 	}
-	steps = append(steps, func(context.Context) { reads.Close() })
+	steps.add("the read pool to close", func(context.Context) { reads.Close() })
 	if reads.Standby() {
 		log.Info("query API and dashboard read from the standby", "max_wait", cmp.Or(opt.ReadMaxWait, store.DefaultReadMaxWait).String())
 	}
@@ -204,7 +254,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	reg.MustRegister(llm)
 	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe,
 		ReadWait: cmp.Or(opt.FoldWait, DefaultFoldWait)})
-	steps = append(steps, func(ctx context.Context) {
+	steps.add("the writer to commit the records it accepted and fold the rollups", func(ctx context.Context) {
 		if err := writer.Close(ctx); err != nil {
 			log.Error("flush writer", "err", err)
 		}
@@ -212,6 +262,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	srv := server.New(server.Options{
 		Store: st, Writer: writer, Logger: log, Registry: reg, Now: opt.Now,
 		MaxBodyBytes: opt.MaxBodyBytes,
+		Suggest:      func(provider, model string) []string { return catalog.SuggestFor(provider, model, 3) },
 		Ready: func(ctx context.Context) error {
 			cur, latest, err := migrations.Versions(ctx, st.Pool)
 			if err != nil {
@@ -229,10 +280,6 @@ func Run(ctx context.Context, opt Options) (err error) {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", opt.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", opt.Listen, err)
-	}
 	httpSrv := &http.Server{
 		Handler:           srv.Echo,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -242,6 +289,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
+	served = true
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	log.Info("ledgerd listening", "addr", ln.Addr().String(), "timezone", tz.String())
 	if opt.OnListen != nil {
@@ -253,7 +301,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	case err := <-serveErr:
 		return fmt.Errorf("serve http: %w", err)
 	}
-	log.Info("shutting down: no new requests, committing what was accepted")
+	log.Info("shutting down: no new requests; waiting for the HTTP requests in flight (at most 15s)")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := httpSrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

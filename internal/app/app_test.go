@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -158,4 +165,64 @@ func TestPartitionsAhead(t *testing.T) {
 		}
 	}
 	t.Fatalf("partitions %v, want %v", got, want)
+}
+
+// TestPortInUseFirst checks that an address already in use is reported before anything else is
+// done: no embedded database is created (its folder stays absent) and the error comes at once.
+func TestPortInUseFirst(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dataDir := filepath.Join(t.TempDir(), "ledgerd-data")
+	start := time.Now()
+	err = app.Run(context.Background(), app.Options{Listen: busy.Addr().String(), DataDir: dataDir,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) {
+		t.Fatalf("Run: %v, want the listen error", err)
+	}
+	if _, statErr := os.Stat(dataDir); !errors.Is(statErr, fs.ErrNotExist) {
+		t.Errorf("the embedded database folder was created before the port was checked (%v)", statErr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the error took %s", d)
+	}
+}
+
+// TestShutdownSaysWhatItWaitsFor stops the service and checks that the log names each thing the
+// stop waits for, so the seconds it takes are never silent.
+func TestShutdownSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	var buf syncBuffer
+	_, stop := apptest.Run(t, app.Options{DatabaseURL: pool.Config().ConnString(),
+		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	stop()
+	log := buf.String()
+	for _, want := range []string{"waiting for the HTTP requests in flight", "waiting for the alert evaluator to stop",
+		"waiting for the writer to commit the records it accepted", "waiting for the database pool to close", "shut down"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the shutdown log does not say %q:\n%s", want, log)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -49,10 +49,13 @@ func mount(ctx context.Context, d Deps, steps *cleanup) error {
 	if err != nil {
 		return err
 	}
+	if d.Options.PublicURL != "" {
+		alertCfg.ExternalURL = d.Options.PublicURL
+	}
 	ev := alerts.New(alertCfg, alerts.Options{Pool: d.Store.Pool, Timezone: d.Timezone, Now: d.Now, Logger: d.Logger, Registerer: d.Registry, Sync: d.Writer.Sync})
 	ev.Mount(d.Server)
 	ev.Start(ctx)
-	*steps = append(*steps, ev.Stop)
+	steps.add("the alert evaluator to stop", ev.Stop)
 	dashboard, err := web.New(ctx, web.Options{Store: d.Store, Analytics: queries, Catalog: d.Catalog,
 		Alerts: ev, AlertRules: alertCfg.Rules, Timezone: d.Timezone, Now: d.Now, Logger: d.Logger,
 		ViewerToken: d.Options.ViewerToken, ViewerProject: d.Options.ViewerProject})

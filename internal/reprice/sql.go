@@ -52,6 +52,7 @@ SELECT project_id, attempt_id, started_at, series_id, batch, input_tokens, outpu
        cost_nanos, nocache_cost_nanos, price_id
 FROM attempts
 WHERE started_at >= $1 AND started_at < $2
+  AND NOT usage_unknown
   AND ($3::text[] IS NULL OR series_id IN (SELECT id FROM series WHERE model = ANY ($3)))`
 
 // fetchSQL reads the next chunk from the cursor; $1 is the chunk size.

@@ -16,6 +16,8 @@ type Attempt struct {
 	AttemptNo, LatencyMS                                          int32
 	Input, Output, CacheWrite, CacheWrite1h, CacheRead, Reasoning int64
 	Cost, NoCache, ClientCost                                     *int64
+	// UsageUnknown is the record's usage_unknown: its answer carried no usage.
+	UsageUnknown bool
 	// HTTPStatus (0 when none) and ErrorClass ("none" when ok) are what LoadSums read.
 	HTTPStatus int16
 	ErrorClass string
@@ -46,6 +48,9 @@ var Sums = []Sum{
 		return flag(a.ClientCost != nil && a.Cost != nil && abs(*a.ClientCost-*a.Cost)*100 > *a.Cost)
 	}},
 	{"latency_sum_ms", "sum(latency_ms)", func(a *Attempt) int64 { return int64(a.LatencyMS) }},
+	// usage_unknown_attempts (migration 00020) counts the attempts whose answer carried no usage.
+	// They are unpriced too (cost_nanos NULL), so unpriced_attempts includes them.
+	{"usage_unknown_attempts", "count(*) FILTER (WHERE usage_unknown)", func(a *Attempt) int64 { return flag(a.UsageUnknown) }},
 }
 
 // CacheSums does the same for rollup_cache_hourly and pending_cache. It begins with calls (the

@@ -112,11 +112,46 @@ func (s *Server) ingest(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "records not committed: "+unavailableReason(err)+"; retry later")
 	}
 	resp.Accepted, resp.Duplicates = res.Accepted, res.Duplicates
+	resp.Unpriced = s.unpriced(batch.Records, batch.Index, res.Unpriced)
 	// c.JSON would indent its answer for ?pretty, so only a request without a query skips it.
-	if len(resp.Rejected) > 0 || req.URL.RawQuery != "" {
+	if len(resp.Rejected) > 0 || len(resp.Unpriced) > 0 || req.URL.RawQuery != "" {
 		return c.JSON(http.StatusOK, resp)
 	}
 	return c.JSONBlob(http.StatusOK, acceptedJSON(resp.Accepted, resp.Duplicates))
+}
+
+// maxUnpricedModels bounds the models an ingest answer names as unpriced: a body of many made-up
+// names should not make the answer as large as the body.
+const maxUnpricedModels = 20
+
+// unpriced groups the records the writer could not price (positions in recs, whose positions in
+// the body are index) by provider and model, with the nearest known ids of each.
+func (s *Server) unpriced(recs []schema.Attempt, index, positions []int) []schema.UnpricedModel {
+	if len(positions) == 0 {
+		return nil
+	}
+	var out []schema.UnpricedModel
+	byName := map[[2]string]int{}
+	for _, i := range positions {
+		k := [2]string{recs[i].Provider, recs[i].Model}
+		n, ok := byName[k]
+		if !ok {
+			if len(out) == maxUnpricedModels {
+				continue
+			}
+			n = len(out)
+			byName[k] = n
+			m := schema.UnpricedModel{Provider: k[0], Model: k[1], Nearest: []string{}}
+			if s.opt.Suggest != nil {
+				if near := s.opt.Suggest(k[0], k[1]); near != nil {
+					m.Nearest = near
+				}
+			}
+			out = append(out, m)
+		}
+		out[n].Records = append(out[n].Records, index[i])
+	}
+	return out
 }
 
 // acceptedJSON is the answer to a request that refused no record, as c.JSON writes it without

@@ -21,6 +21,7 @@ import (
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/server"
 	"github.com/ledgerd/ledgerd/internal/store"
+	"github.com/ledgerd/ledgerd/pricing"
 	"github.com/ledgerd/ledgerd/schema"
 )
 
@@ -252,5 +253,45 @@ func TestProjectFairness(t *testing.T) {
 	}
 	if status, _, resp := f.post(t, f.keyB, "", "", []byte(record("fb1"))); status != http.StatusOK || resp.Accepted != 1 {
 		t.Fatalf("project B got %d (%+v), want 200", status, resp)
+	}
+}
+
+// TestIngestNamesUnpriced checks that the answer to a body holding records of a model ledgerd has
+// no price for names that model, where its records are and the nearest known ids, so the sender
+// learns at once; priced records and a usage-unknown record of a known model are not named.
+func TestIngestNamesUnpriced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cat, err := pricing.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(dbtest.New(t))
+	reg := prometheus.NewRegistry()
+	w := ingest.NewWriter(st, ingest.CatalogPrice(cat), ingest.Options{Registerer: reg})
+	s := server.New(server.Options{Store: st, Writer: w, Registry: reg, Now: func() time.Time { return now },
+		Suggest: func(p, m string) []string { return cat.SuggestFor(p, m, 3) }})
+	hs := httptest.NewServer(s.Echo)
+	t.Cleanup(func() { hs.Close(); _ = w.Close(context.Background()) })
+	key, err := st.CreateKey(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{srv: hs, st: st, writer: w, keyA: key}
+	haiku9 := strings.Replace(record("u1"), "claude-haiku-5-5", "claude-haiku-9", 1)
+	acme := strings.Replace(strings.Replace(record("u3"), "claude-haiku-5-5", "acme-llm-2", 1), `"anthropic"`, `"acme"`, 1)
+	unknownUsage := strings.Replace(record("u4"), `,"input_tokens":333,"output_tokens":9`, `,"usage_unknown":true`, 1)
+	body := "[" + record("p1") + "," + haiku9 + "," + strings.Replace(haiku9, "u1", "u2", 2) + "," + acme + "," + unknownUsage + "]"
+	status, _, resp := f.post(t, key, "application/json", "", []byte(body))
+	if status != 200 || resp.Accepted != 5 {
+		t.Fatalf("status %d, %+v", status, resp)
+	}
+	want := []schema.UnpricedModel{
+		{Provider: "anthropic", Model: "claude-haiku-9", Records: []int{1, 2}, Nearest: []string{"claude-haiku-4-5"}},
+		{Provider: "acme", Model: "acme-llm-2", Records: []int{3}, Nearest: []string{}},
+	}
+	if got, _ := json.Marshal(resp.Unpriced); !strings.HasPrefix(string(got), `[{"provider":"anthropic","model":"claude-haiku-9","records":[1,2],"nearest":["claude-haiku-4-5"`) ||
+		len(resp.Unpriced) != 2 || fmt.Sprint(resp.Unpriced[1]) != fmt.Sprint(want[1]) {
+		t.Errorf("unpriced %s, want %+v", got, want)
 	}
 }

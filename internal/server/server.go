@@ -42,6 +42,9 @@ type Options struct {
 	// BodyTimeout bounds the time to receive an ingest body once the request is admitted (15 s);
 	// a slower client is answered 408.
 	BodyTimeout time.Duration
+	// Suggest names the known model ids nearest to a provider's model that has no price, for the
+	// ingest answer; nil suggests none.
+	Suggest func(provider, model string) []string
 }
 
 // Server holds the echo instance and the groups other packages add routes to.

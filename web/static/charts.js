@@ -13,9 +13,15 @@
 	var palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C7A00", "#444444"];
 	var height = function () { return window.matchMedia("(max-width: 40rem)").matches ? 220 : 280; };
 
+	// decimals is how many places a tick step needs to be written exactly: 2.5 needs one, 0.25
+	// two, 5 none. Fewer would round the labels ("3%" for 2.5%, "0.3" for 0.25).
 	function decimals(incr) {
 		if (!(incr > 0)) return 0;
-		return Math.min(6, Math.max(0, -Math.floor(Math.log10(incr))));
+		for (var d = 0; d < 6; d++) {
+			var scaled = incr * Math.pow(10, d);
+			if (Math.abs(scaled - Math.round(scaled)) < 1e-9 * Math.max(1, scaled)) return d;
+		}
+		return 6;
 	}
 
 	function axisValues(unit) {
@@ -40,7 +46,15 @@
 		var n = spec.x.length;
 		var bars = spec.kind === "bars";
 		var data = [spec.x];
-		var series = [{}];
+		var step0 = spec.step || 86400;
+		// The x series' legend entry is the point under the cursor, and nothing (not "Time: --")
+		// while there is none.
+		var when = new Intl.DateTimeFormat("en-GB", step0 >= 86400
+			? { timeZone: spec.tz, weekday: "short", day: "numeric", month: "short" }
+			: { timeZone: spec.tz, weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+		var series = [{
+			value: function (u, v) { return v == null ? "" : when.format(new Date(v * 1e3)); }
+		}];
 		var acc = new Array(n).fill(0);
 		spec.series.forEach(function (s, i) {
 			var vals = s.values.map(function (v) { return v == null ? null : Number(v); });
@@ -93,6 +107,11 @@
 	var counts = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
 
 	var plots = [];
+
+	// For the page tests: the tick labels an axis of this unit writes for these values at this step.
+	window.ledgerdCharts = {
+		tickLabels: function (unit, values, incr) { return axisValues(unit)(null, values, 1, 0, incr); }
+	};
 
 	function drawAll() {
 		document.querySelectorAll(".plot[data-chart]").forEach(function (el) {
