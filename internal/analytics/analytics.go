@@ -107,6 +107,9 @@ type Filter struct {
 	Tenant    string
 	Operation string
 	Provider  string
+	// Step is the width of a group of a summary grouped by minute: a minute (also when zero) or
+	// five.
+	Step time.Duration
 }
 
 // MaxRange is the longest range a question may span.

@@ -19,7 +19,7 @@ import (
 // Mount adds the query API to the server's authenticated /v1 group; each answer covers the
 // project of the request's API key only:
 //
-//	GET /v1/summary?from=&to=&group_by=&service=&model=&tenant=&operation=&provider=
+//	GET /v1/summary?from=&to=&group_by=&step=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/projection?month=YYYY-MM&service=
 //	GET /v1/cache?from=&to=&min_calls=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/prices
@@ -29,8 +29,9 @@ import (
 // from and to are RFC 3339 times or YYYY-MM-DD local dates (the start of that day); to is
 // exclusive; both default to the last 7 local days, today included (to is then the end of today).
 // group_by is a comma-separated
-// list of model, service, operation, tenant, provider and day or hour. A bad or unknown parameter
-// is answered 400 naming it.
+// list of model, service, operation, tenant, provider and day, hour or minute; step (1m or 5m,
+// with minute only) is the width of a minute group. A bad or unknown parameter is answered 400
+// naming it.
 func (s *Service) Mount(srv *server.Server) {
 	g := srv.API
 	g.GET("/summary", s.getSummary)
@@ -44,7 +45,7 @@ func (s *Service) Mount(srv *server.Server) {
 // Query parameters each endpoint takes.
 var (
 	filterParams     = []string{"from", "to", "service", "model", "tenant", "operation", "provider"}
-	summaryParams    = append([]string{"group_by"}, filterParams...)
+	summaryParams    = append([]string{"group_by", "step"}, filterParams...)
 	cacheParams      = append([]string{"min_calls"}, filterParams...)
 	projectionParams = []string{"month", "service"}
 )
@@ -69,6 +70,11 @@ func (s *Service) getSummary(c echo.Context) error {
 	dims, err := parseGroupBy(q["group_by"])
 	if err != nil {
 		return fail(err)
+	}
+	if v, ok := q["step"]; ok {
+		if f.Step, err = parseStep(v, dims); err != nil {
+			return fail(err)
+		}
 	}
 	f.ProjectID = server.ProjectOf(c).ID
 	sum, err := s.Summary(c.Request().Context(), f, dims...)
@@ -242,4 +248,16 @@ func parseMinCalls(v string) (int, error) {
 		return 0, badParam("min_calls", "want a whole number from 1 to 1000000000, got %q", truncate(v))
 	}
 	return n, nil
+}
+
+// parseStep reads the width of a summary's minute groups: 1m or 5m, with group_by minute only.
+func parseStep(v string, dims []string) (time.Duration, error) {
+	if !slices.Contains(dims, ByMinute) {
+		return 0, badParam("step", "applies to group_by=minute only")
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || !slices.Contains(minuteSteps, d) {
+		return 0, badParam("step", "want 1m or 5m, got %q", truncate(v))
+	}
+	return d, nil
 }
