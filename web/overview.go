@@ -49,7 +49,7 @@ func (h *Handler) overview(c echo.Context) error {
 		return err
 	})
 	g.Go(func() (err error) {
-		byDay, err = h.opt.Analytics.Summary(gctx, f, analytics.ByDay, analytics.ByModel)
+		byDay, err = h.opt.Analytics.Summary(gctx, f, v.timeDim(), analytics.ByModel)
 		return err
 	})
 	g.Go(func() (err error) {

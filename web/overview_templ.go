@@ -493,7 +493,7 @@ func overviewView(f frame, d overviewData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chart("spend", "Daily spend by model", d.Spend).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chart("spend", "Spend by model, "+d.View.per(), d.Spend).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -31,7 +31,7 @@ func (h *Handler) reliability(c echo.Context) error {
 	f := v.filter(server.ProjectOf(c).ID)
 	var byDay, byModel analytics.Summary
 	g, gctx := errgroup.WithContext(c.Request().Context())
-	g.Go(func() (err error) { byDay, err = h.opt.Analytics.Summary(gctx, f, analytics.ByDay); return err })
+	g.Go(func() (err error) { byDay, err = h.opt.Analytics.Summary(gctx, f, v.timeDim()); return err })
 	g.Go(func() (err error) {
 		byModel, err = h.opt.Analytics.Summary(gctx, f, analytics.ByProvider, analytics.ByModel)
 		return err

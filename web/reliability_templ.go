@@ -187,11 +187,11 @@ func reliabilityView(f frame, d reliabilityData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chart("attempts", "Attempts per logical call, per day", d.AttemptsPerCall).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chart("attempts", "Attempts per logical call, "+d.View.per(), d.AttemptsPerCall).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chart("shares", "Error rate, 429 share and fallback share, per day", d.Shares).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chart("shares", "Error rate, 429 share and fallback share, "+d.View.per(), d.Shares).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -199,19 +199,19 @@ func reliabilityView(f frame, d reliabilityData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chart("errors", "Failed attempts by error class, per day", d.Errors).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chart("errors", "Failed attempts by error class, "+d.View.per(), d.Errors).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chartTable("attempts-table", "Attempts per logical call, per day", d.AttemptsPerCall).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chartTable("attempts-table", "Attempts per logical call, "+d.View.per(), d.AttemptsPerCall).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chartTable("shares-table", "Error rate, 429 share and fallback share, per day", d.Shares).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chartTable("shares-table", "Error rate, 429 share and fallback share, "+d.View.per(), d.Shares).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = chartTable("errors-table", "Failed attempts by error class, per day", d.Errors).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = chartTable("errors-table", "Failed attempts by error class, "+d.View.per(), d.Errors).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
