@@ -212,7 +212,7 @@ func TestBrowser(t *testing.T) {
 		}},
 		{"cache", "/cache", 0, map[string]string{
 			`[data-testid="caches"] tbody tr:first-child [data-col="status"] .badge`: "broken",
-			`[data-testid="broken-count"]`:                                           "2",
+			`[data-testid="broken-count"]`:                                           "1",
 		}},
 		{"reliability", "/reliability", 3, map[string]string{
 			`[data-testid="rate-limited-share"]`: "3.3%",

@@ -74,7 +74,10 @@ func TestPageFigures(t *testing.T) {
 		{name: "healthy cache saved", path: "/cache", table: "caches", row: "search/summarize/claude-sonnet-5-5/search-v7", col: "savings", want: "$1.66 saved"},
 		{name: "healthy cache hit ratio", path: "/cache", table: "caches", row: "search/summarize/claude-sonnet-5-5", col: "hit-ratio", want: "90.0%"},
 		{name: "healthy cache status", path: "/cache", table: "caches", row: "search/summarize/claude-sonnet-5-5", col: "status", want: "reading"},
-		{name: "broken count", path: "/cache", testid: "broken-count", want: "2"},
+		// digest-mailer's broken cache shows on its model's row and its hash's: one broken cache.
+		{name: "broken count", path: "/cache", testid: "broken-count", want: "1"},
+		{name: "broken since", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5/digest-v2", col: "broken-since", want: "2026-11-18 08:00"},
+		{name: "extra cost since broken", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5", col: "extra-cost", want: "$0.50"},
 		{name: "broken cache explained", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5", col: "status", want: "broken"},
 
 		// Reliability: fallback answers kept apart from the primary model.

@@ -52,10 +52,12 @@ var (
 
 // CacheAnswer is the body of GET /v1/cache.
 type CacheAnswer struct {
-	From     time.Time  `json:"from"`
-	To       time.Time  `json:"to"`
-	MinCalls int        `json:"min_calls"`
-	Rows     []CacheRow `json:"rows"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	MinCalls int       `json:"min_calls"`
+	// BrokenCaches counts the models with a broken cache, each once (BrokenCaches).
+	BrokenCaches int        `json:"broken_caches"`
+	Rows         []CacheRow `json:"rows"`
 }
 
 func (s *Service) getSummary(c echo.Context) error {
@@ -127,7 +129,8 @@ func (s *Service) getCache(c echo.Context) error {
 	if rows == nil {
 		rows = []CacheRow{}
 	}
-	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls, Rows: rows})
+	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls,
+		BrokenCaches: BrokenCaches(rows), Rows: rows})
 }
 
 // fail maps an error to its HTTP answer: 400 for a bad parameter, 404 for an unknown project, 503
