@@ -80,6 +80,10 @@ func TestPageFigures(t *testing.T) {
 		{name: "extra cost since broken", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5", col: "extra-cost", want: "$0.50"},
 		{name: "broken cache explained", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5", col: "status", want: "broken"},
 
+		// Calls by attempts: b1 (a 429, then an answer) and f1 (sonnet fails, gpt-4o answers) took two.
+		{name: "calls by attempts", path: "/reliability", table: "calls-by-attempts", row: "2", col: "calls", want: "2"},
+		{name: "single-attempt calls", path: "/reliability", table: "calls-by-attempts", row: "1", col: "calls", want: "26"},
+
 		// Reliability: fallback answers kept apart from the primary model.
 		{name: "error rate", path: "/reliability", testid: "error-rate", want: "6.7%"},
 		{name: "429 share", path: "/reliability", testid: "rate-limited-share", want: "3.3%"},

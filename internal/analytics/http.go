@@ -19,7 +19,7 @@ import (
 // Mount adds the query API to the server's authenticated /v1 group; each answer covers the
 // project of the request's API key only:
 //
-//	GET /v1/summary?from=&to=&group_by=&step=&service=&model=&tenant=&operation=&provider=
+//	GET /v1/summary?from=&to=&group_by=&step=&attempts=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/projection?month=YYYY-MM&service=
 //	GET /v1/cache?from=&to=&min_calls=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/prices
@@ -30,7 +30,8 @@ import (
 // exclusive; both default to the last 7 local days, today included (to is then the end of today).
 // group_by is a comma-separated
 // list of model, service, operation, tenant, provider and day, hour or minute; step (1m or 5m,
-// with minute only) is the width of a minute group. A bad or unknown parameter is answered 400
+// with minute only) is the width of a minute group; attempts=true adds each group's calls by
+// number of attempts (read from the raw attempts). A bad or unknown parameter is answered 400
 // naming it.
 func (s *Service) Mount(srv *server.Server) {
 	g := srv.API
@@ -45,7 +46,7 @@ func (s *Service) Mount(srv *server.Server) {
 // Query parameters each endpoint takes.
 var (
 	filterParams     = []string{"from", "to", "service", "model", "tenant", "operation", "provider"}
-	summaryParams    = append([]string{"group_by", "step"}, filterParams...)
+	summaryParams    = append([]string{"group_by", "step", "attempts"}, filterParams...)
 	cacheParams      = append([]string{"min_calls"}, filterParams...)
 	projectionParams = []string{"month", "service"}
 )
@@ -72,6 +73,11 @@ func (s *Service) getSummary(c echo.Context) error {
 	dims, err := parseGroupBy(q["group_by"])
 	if err != nil {
 		return fail(err)
+	}
+	if v, ok := q["attempts"]; ok {
+		if f.WithAttempts, err = strconv.ParseBool(v); err != nil {
+			return fail(badParam("attempts", "want true or false, got %q", truncate(v)))
+		}
 	}
 	if v, ok := q["step"]; ok {
 		if f.Step, err = parseStep(v, dims); err != nil {

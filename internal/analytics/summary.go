@@ -108,6 +108,10 @@ type Stats struct {
 	WastedUSD            *money.Nanos     `json:"wasted_usd"`
 	LatencyMS            *Latency         `json:"latency_ms"`
 	ClientCostMismatches int64            `json:"client_cost_mismatches"`
+	// CallsByAttempts and MaxAttempts are given when the summary was asked WithAttempts
+	// (attempts.go): the logical calls by their number of attempts, and the most any took.
+	CallsByAttempts []AttemptCount `json:"calls_by_attempts,omitempty"`
+	MaxAttempts     int            `json:"max_attempts,omitempty"`
 }
 
 // Latency is the latency of succeeded attempts in milliseconds: percentiles from the merged
@@ -742,7 +746,14 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		}
 		args = s.args(f, s.split(from, to, g.hourly))
 	}
-	// The sums and the latency histograms are read at once, on two connections.
+	if f.WithAttempts {
+		args["raw_from"], args["raw_to"], args["tz"] = from, to, s.tz.String()
+		if _, ok := args["step"]; !ok {
+			args["step"] = "1 minutes"
+		}
+	}
+	// The sums and the latency histograms (and the attempt numbers) are read at once, on two (three)
+	// connections.
 	var (
 		groups map[gkey]*acc
 		hists  map[gkey]*histogram
@@ -758,6 +769,13 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		hists, err = s.latencies(ectx, g, fmt.Sprintf(p.latency, g.columns(series)), args)
 		return err
 	})
+	var numbers map[gkey]map[int]int64
+	if f.WithAttempts {
+		eg.Go(func() (err error) {
+			numbers, err = s.attemptNumbers(ectx, g, args)
+			return err
+		})
+	}
 	if err := eg.Wait(); err != nil {
 		return Summary{}, err
 	}
@@ -776,9 +794,22 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 	slices.SortFunc(keys, g.compare)
 	out := Summary{From: from.In(s.tz), To: to.In(s.tz), Timezone: s.tz.String(), GroupBy: g.dims,
 		Total: total.stats(), Groups: make([]Group, 0, len(keys))}
+	if f.WithAttempts {
+		all := map[int]int64{}
+		for _, byNo := range numbers {
+			for no, n := range byNo {
+				all[no] += n
+			}
+		}
+		out.Total.CallsByAttempts, out.Total.MaxAttempts = callsByAttempts(all)
+	}
 	if len(g.dims) > 0 {
 		for _, k := range keys {
-			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: groups[k].stats()})
+			st := groups[k].stats()
+			if f.WithAttempts {
+				st.CallsByAttempts, st.MaxAttempts = callsByAttempts(numbers[k])
+			}
+			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: st})
 		}
 	}
 	return out, nil
