@@ -25,6 +25,7 @@ import (
 //	GET /v1/prices
 //	GET /v1/cost-mismatches?from=&to=
 //	GET /v1/peaks?from=&to=&group_by=&org=&provider=&model=&service= (peaks.go)
+//	GET /v1/incidents?from=&to= (incidents.go)
 //
 // from and to are RFC 3339 times or YYYY-MM-DD local dates (the start of that day); to is
 // exclusive; both default to the last 7 local days, today included (to is then the end of today).
@@ -41,6 +42,24 @@ func (s *Service) Mount(srv *server.Server) {
 	g.GET("/prices", s.getPrices)
 	g.GET("/cost-mismatches", s.getMismatches)
 	g.GET("/peaks", s.getPeaks)
+	g.GET("/incidents", s.getIncidents)
+}
+
+func (s *Service) getIncidents(c echo.Context) error {
+	q, err := queryParams(c.QueryParams(), []string{"from", "to"})
+	if err != nil {
+		return fail(err)
+	}
+	f, err := parseFilter(q, s.tz)
+	if err != nil {
+		return fail(err)
+	}
+	f.ProjectID = server.ProjectOf(c).ID
+	list, err := s.Incidents(c.Request().Context(), f)
+	if err != nil {
+		return fail(err)
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 // Query parameters each endpoint takes.
