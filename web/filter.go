@@ -28,8 +28,12 @@ type view struct {
 	Last string
 	// Today is the local date now, for the range presets.
 	Today string
+	now   time.Time
 
 	from, to time.Time // the range as [from, to)
+	// exact holds from and to as the URL gave them when they were times (RFC 3339), not dates:
+	// the range around an incident.
+	exact    [2]string
 	step     time.Duration
 	tz       *time.Location
 }
@@ -77,7 +81,7 @@ func (h *Handler) parseView(c echo.Context) (view, error) {
 	tz := h.opt.Timezone
 	now := h.now().In(tz)
 	today := civil(now)
-	v := view{Today: today.Format(time.DateOnly), tz: tz}
+	v := view{Today: today.Format(time.DateOnly), tz: tz, now: now}
 	q := c.QueryParams()
 	for _, p := range []struct {
 		name string
@@ -87,6 +91,12 @@ func (h *Handler) parseView(c echo.Context) (view, error) {
 		if len(*p.dst) > schema.MaxNameLen {
 			return view{}, echo.NewHTTPError(http.StatusBadRequest, p.name+" is longer than any name the ledger stores")
 		}
+	}
+	if f, t := q.Get("from"), q.Get("to"); len(f) > len(time.DateOnly) && len(t) > len(time.DateOnly) {
+		if err := v.setTimes(f, t); err != nil {
+			return view{}, err
+		}
+		return v, nil
 	}
 	last, err := dateParam(q.Get("to"), today, "to")
 	if err != nil {
@@ -109,6 +119,35 @@ func (h *Handler) parseView(c echo.Context) (view, error) {
 	}
 	v.step = stepFor(v.to.Sub(v.from))
 	return v, nil
+}
+
+// nowTime is the moment the view was read.
+func (v view) nowTime() time.Time { return v.now }
+
+// setTimes makes the view's range [f, t), two RFC 3339 times.
+func (v *view) setTimes(f, t string) error {
+	from, err1 := time.Parse(time.RFC3339, f)
+	to, err2 := time.Parse(time.RFC3339, t)
+	if err1 != nil || err2 != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "from and to must be dates written YYYY-MM-DD or times in RFC 3339")
+	}
+	if !from.Before(to) || to.Sub(from) > 31*24*time.Hour {
+		return echo.NewHTTPError(http.StatusBadRequest, "from must be before to, at most 31 days apart")
+	}
+	v.exact = [2]string{f, t}
+	v.from, v.to = from, to
+	v.From, v.To = civil(from.In(v.tz)).Format(time.DateOnly), civil(to.Add(-time.Nanosecond).In(v.tz)).Format(time.DateOnly)
+	v.step = stepFor(to.Sub(from))
+	if v.step < stepDay {
+		// Points are whole steps: the range is widened to them.
+		v.from, v.to = from.Truncate(v.step), to.Add(v.step-time.Nanosecond).Truncate(v.step)
+	} else {
+		// By day, the range is the days it touches.
+		first, _ := time.Parse(time.DateOnly, v.From)
+		last, _ := time.Parse(time.DateOnly, v.To)
+		v.from, v.to = dayStart(first, v.tz), dayStart(last.AddDate(0, 0, 1), v.tz)
+	}
+	return nil
 }
 
 // setLast makes the view's range the last hour, 6 hours or 24 hours (l) up to now, its end
@@ -230,8 +269,11 @@ func (v view) pointOf(k analytics.Key) string {
 func (v view) values() url.Values {
 	q := url.Values{}
 	from, to := v.From, v.To
-	if v.Last != "" {
+	switch {
+	case v.Last != "":
 		from, to = "", ""
+	case v.exact[0] != "":
+		from, to = v.exact[0], v.exact[1]
 	}
 	for i, val := range []string{from, to, v.Last, v.Service, v.Operation, v.Model, v.Tenant} {
 		if val != "" {

@@ -227,9 +227,14 @@ func TestAlertsShown(t *testing.T) {
 		t.Fatalf("evaluate: led %v, %v", led, err)
 	}
 	overview := s.get(t, s.keyAcme, "/", http.StatusOK)
-	const want = "warning cache-broken : Prompt cache written 10 times and never read on digest-mailer/weekly-digest on claude-sonnet-5-5"
+	// The alert links to its incident: digest-mailer's cache, broken since 11-18.
+	const want = "warning cache-broken : Prompt cache written 10 times and never read on digest-mailer/weekly-digest on claude-sonnet-5-5 incident"
 	if got := testText(overview, "firing-alerts"); got != want {
 		t.Errorf("overview's firing alerts: %q", got)
+	}
+	if href := attr(find(overview, byTestID("alert-incident")), "href"); !strings.HasPrefix(href, "/incidents#cache_broken-") ||
+		!strings.HasSuffix(href, "/digest-mailer/weekly-digest") {
+		t.Errorf("the alert links to %q, want digest-mailer's broken cache", href)
 	}
 	page := s.get(t, s.keyAcme, "/alerts", http.StatusOK)
 	firing := findAll(find(page, byTestID("alerts")), byAttr("data-state", "firing"))

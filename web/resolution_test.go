@@ -97,3 +97,24 @@ func TestChartResolution(t *testing.T) {
 		}
 	}
 }
+
+// TestIncidentsPage checks the incidents page and the overview's open incidents on the known
+// ledger: digest-mailer's cache, written 10 times on 11-18 from 08:00 and never read, is broken
+// since then ($2.50 spent where no cache would cost $2.00), and still is.
+func TestIncidentsPage(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	const key = "cache_broken:digest-mailer / weekly-digest · anthropic / claude-sonnet-5-5"
+	for _, path := range []string{"/incidents", "/"} {
+		doc := s.get(t, s.keyAcme, path, http.StatusOK)
+		table := "incidents"
+		if path == "/" {
+			table = "open-incidents"
+		}
+		for col, want := range map[string]string{"started": "2026-11-18 08:00", "ended": "open", "calls": "10", "extra-spend": "$0.50"} {
+			if got := cell(doc, table, key, col); got != want {
+				t.Errorf("%s %s = %q, want %q", path, col, got, want)
+			}
+		}
+	}
+}
