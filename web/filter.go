@@ -33,9 +33,9 @@ type view struct {
 	from, to time.Time // the range as [from, to)
 	// exact holds from and to as the URL gave them when they were times (RFC 3339), not dates:
 	// the range around an incident.
-	exact    [2]string
-	step     time.Duration
-	tz       *time.Location
+	exact [2]string
+	step  time.Duration
+	tz    *time.Location
 }
 
 // filterParams are the query parameters a view reads, in the order its URLs write them.
