@@ -19,7 +19,7 @@ import (
 // attempts each or more, or when a fallback model answered for it. Troubled minutes at most Gap
 // minutes apart make one period, and a period is an incident when its totals pass the minimums: a
 // retry_storm when its calls took StormAttempts or more each and the model itself still answered
-// most of them, else an error_spike when its error rate reached the threshold, else a
+// StormAnswered of them, else an error_spike when its error rate reached the threshold, else a
 // fallback_surge. A cache_broken incident runs from the hour a model's cache broke (cache_since.go)
 // to the hour it was read back again; a spend_spike is a run of hours whose spend passed
 // SpendFactor times the usual spend of that hour of the day.
@@ -42,9 +42,11 @@ type IncidentParams struct {
 	// MinFailed is the fewest failed attempts an error_spike holds.
 	MinFailed int64
 	// StormAttempts is the attempts per call of a retry storm; MinExtra the fewest extra attempts
-	// (attempts beyond the first of each call) it holds.
+	// (attempts beyond the first of each call) it holds; StormAnswered the least share of its calls
+	// the model itself still answered (below it, retries met a model that is down: an error spike).
 	StormAttempts float64
 	MinExtra      int64
+	StormAnswered float64
 	// MinFallbacks is the fewest fallback answers a fallback_surge holds.
 	MinFallbacks int64
 	// Gap is the longest run of untroubled minutes inside one period; a period whose last troubled
@@ -68,7 +70,7 @@ type IncidentParams struct {
 // DefaultIncidentParams are the parameters docs/incidents.md documents.
 var DefaultIncidentParams = IncidentParams{
 	ErrorFloor: 0.2, ErrorFactor: 3, MinFailed: 10,
-	StormAttempts: 2, MinExtra: 10, MinFallbacks: 5,
+	StormAttempts: 2, MinExtra: 10, StormAnswered: 0.1, MinFallbacks: 5,
 	Gap:            2 * time.Minute,
 	RecoveryWindow: 10 * time.Second, RecoveryShare: 0.95, RecoveryLimit: 30 * time.Minute,
 	CacheMinCalls: DefaultMinCalls,

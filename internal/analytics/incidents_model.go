@@ -177,7 +177,8 @@ func detectModel(k modelKey, byMinute map[int64]*minuteCounts, end time.Time, p 
 		kind := ""
 		extra := sum.attempts + sum.fbAttempts - sum.calls
 		switch {
-		case sum.calls > 0 && sum.perCall() >= p.StormAttempts && extra >= p.MinExtra && sum.ok*2 >= sum.calls:
+		case sum.calls > 0 && sum.perCall() >= p.StormAttempts && extra >= p.MinExtra &&
+			float64(sum.ok) >= p.StormAnswered*float64(sum.calls):
 			kind = KindRetryStorm
 		case sum.failed >= p.MinFailed && float64(sum.failed) >= threshold*float64(sum.attempts):
 			kind = KindErrorSpike
