@@ -48,7 +48,7 @@ const maxSeries = 7
 
 func newChart(v view, kind, unit string, stacked bool) chartSpec {
 	c := chartSpec{Kind: kind, Stacked: stacked, Unit: unit, TZ: v.tz.String(), Step: int64(v.step / time.Second),
-		From: v.from.Unix(), To: v.to.Unix(), Head: "Day"}
+		From: v.from.Unix(), To: v.to.Unix(), Head: "Day", Series: []chartSeries{}}
 	switch v.timeDim() {
 	case analytics.ByHour:
 		c.Head = "Hour"

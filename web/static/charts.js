@@ -93,7 +93,8 @@
 				axes: [{}, { values: axisValues(spec.unit), size: 72, incrs: spec.unit === "count" ? counts : undefined }],
 				tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), spec.tz); }
 			},
-			data: data
+			data: data,
+			top: top
 		};
 	}
 
@@ -108,7 +109,7 @@
 			if (!src) return;
 			var spec = JSON.parse(src.textContent);
 			el.textContent = "";
-			if (spec.x.length === 0 || spec.series.length === 0) {
+			if (spec.x.length === 0 || !spec.series || spec.series.length === 0) {
 				var p = document.createElement("p");
 				p.className = "empty";
 				p.textContent = "Nothing to chart in this range.";
@@ -117,8 +118,17 @@
 				return;
 			}
 			var c = build(el, spec);
+			// Once drawn, the chart says what it drew, for the browser tests: the points, the axes'
+			// bounds and the largest value.
+			c.opts.hooks = { draw: [function (u) {
+				el.dataset.points = String(spec.x.length);
+				el.dataset.xMin = String(u.scales.x.min);
+				el.dataset.xMax = String(u.scales.x.max);
+				el.dataset.yMax = String(u.scales.y.max);
+				el.dataset.top = String(c.top);
+				el.dataset.drawn = "true";
+			}] };
 			plots.push({ el: el, plot: new uPlot(c.opts, c.data, el) });
-			el.dataset.drawn = "true";
 		});
 	}
 
