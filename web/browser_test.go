@@ -237,7 +237,7 @@ func TestBrowser(t *testing.T) {
 			`[data-testid="headroom-requests"]`: "3 of 50 left (6.0%)",
 		}},
 		{"incidents", "/incidents", 0, map[string]string{
-			`[data-testid="incidents"] tbody tr:first-child th`:                        "cache_broken",
+			`[data-testid="incidents"] tbody tr:first-child th`:                       "cache_broken",
 			`[data-testid="incidents"] tbody tr:first-child [data-col="extra-spend"]`: "$0.50",
 		}},
 		{"alerts", "/alerts", 0, map[string]string{`[data-testid="rules"] tbody tr:first-child th`: "cache-broken"}},
