@@ -35,6 +35,91 @@ const recoverySQL = `WITH c AS (
 	SELECT floor(extract(epoch FROM t0 - @end) / @window)::int8, count(*), count(*) FILTER (WHERE ok)
 	FROM c WHERE t0 IS NOT NULL GROUP BY 1 ORDER BY 1`
 
+// hourlyModels is the hourly summary of [from, to) by provider and model (fallback traffic apart),
+// read in ranges Summary allows.
+func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time.Time) ([]Group, error) {
+	var out []Group
+	for a := from; a.Before(to); a = a.Add(MaxHourRange) {
+		b := a.Add(MaxHourRange)
+		if b.After(to) {
+			b = to
+		}
+		sum, err := s.Summary(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour, ByProvider, ByModel)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sum.Groups...)
+	}
+	return out, nil
+}
+
+// candidates are the windows of raw attempts worth reading minute by minute, found from the
+// hourly rollups, and each model's error rate over all the hours (its baseline). An hour is a
+// candidate for a model when its error rate passes a sixth of the way from the baseline to the
+// model's threshold, when its attempts per call pass a sixth of the way from 1 to StormAttempts,
+// or when it holds MinFallbacks fallback answers for the model: what a ten-minute incident leaves
+// in an hour of steady traffic. Each candidate hour is read with the hours on either side, so a
+// period that crosses into them is read whole.
+func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]float64) {
+	type tally struct{ attempts, failed int64 }
+	totals := map[string]*tally{}
+	for _, g := range hours {
+		if *g.Key.Fallback {
+			continue
+		}
+		t := totals[*g.Key.Model]
+		if t == nil {
+			t = &tally{}
+			totals[*g.Key.Model] = t
+		}
+		t.attempts += g.Attempts
+		for _, n := range g.Errors {
+			t.failed += n
+		}
+	}
+	baseline := map[string]float64{}
+	for m, t := range totals {
+		if t.attempts > 0 {
+			baseline[m] = float64(t.failed) / float64(t.attempts)
+		}
+	}
+	hot := map[int64]bool{}
+	for _, g := range hours {
+		h := g.Key.Hour.Unix()
+		if *g.Key.Fallback {
+			if fb := g.Succeeded; fb >= p.MinFallbacks {
+				hot[h] = true
+			}
+			continue
+		}
+		b := baseline[*g.Key.Model]
+		cut := b + (max(p.ErrorFloor, p.ErrorFactor*b)-b)/6
+		var failed int64
+		for _, n := range g.Errors {
+			failed += n
+		}
+		if g.Attempts > 0 && failed > 0 && float64(failed) >= cut*float64(g.Attempts) ||
+			g.Requests > 0 && float64(g.Attempts) >= (1+(p.StormAttempts-1)/6)*float64(g.Requests) {
+			hot[h] = true
+		}
+	}
+	var starts []int64
+	for h := range hot {
+		starts = append(starts, h)
+	}
+	slices.Sort(starts)
+	var out [][2]time.Time
+	for _, h := range starts {
+		lo, hi := time.Unix(h-3600, 0).UTC(), time.Unix(h+7200, 0).UTC()
+		if n := len(out); n > 0 && !lo.After(out[n-1][1]) {
+			out[n-1][1] = hi
+			continue
+		}
+		out = append(out, [2]time.Time{lo, hi})
+	}
+	return out, baseline
+}
+
 // modelKey is a model as incidents scope it.
 type modelKey struct{ provider, model string }
 
@@ -76,6 +161,19 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 	if readTo.After(now) {
 		readTo = now
 	}
+	hours, err := s.hourlyModels(ctx, project, readFrom, readTo)
+	if err != nil {
+		return nil, err
+	}
+	windows, baseline := candidates(hours, p)
+	for i := range windows {
+		if windows[i][0].Before(readFrom) {
+			windows[i][0] = readFrom
+		}
+		if windows[i][1].After(readTo) {
+			windows[i][1] = readTo
+		}
+	}
 	minutes := map[modelKey]map[int64]*minuteCounts{}
 	providerOf := map[string]string{}
 	var (
@@ -90,27 +188,32 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 		c      minuteCounts
 	}
 	var fbRows []fbRow
-	args := map[string]any{"project": project, "from": readFrom, "to": readTo}
-	err := s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
-		&c.attempts, &c.calls, &c.failed, &c.ok, &c.cost, &c.wasted, &c.unpriced}, func() error {
-		m := at.Unix()
-		if fallback {
-			// A fallback attempt counts for the model it stood in for, found below.
-			fbRows = append(fbRows, fbRow{m, fbf, minuteCounts{fbAttempts: c.attempts, fbOK: c.ok, fbCost: c.cost,
-				fbWasted: c.wasted, fbUnpriced: c.unpriced}})
+	for _, w := range windows {
+		args := map[string]any{"project": project, "from": w[0], "to": w[1]}
+		err = s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
+			&c.attempts, &c.calls, &c.failed, &c.ok, &c.cost, &c.wasted, &c.unpriced}, func() error {
+			m := at.Unix()
+			if fallback {
+				// A fallback attempt counts for the model it stood in for, found below.
+				fbRows = append(fbRows, fbRow{m, fbf, minuteCounts{fbAttempts: c.attempts, fbOK: c.ok, fbCost: c.cost,
+					fbWasted: c.wasted, fbUnpriced: c.unpriced}})
+				return nil
+			}
+			providerOf[model] = provider
+			k := modelKey{provider, model}
+			if minutes[k] == nil {
+				minutes[k] = map[int64]*minuteCounts{}
+			}
+			if minutes[k][m] == nil {
+				minutes[k][m] = &minuteCounts{}
+			}
+			minutes[k][m].add(c)
 			return nil
+		})
+		if err != nil {
+			break
 		}
-		providerOf[model] = provider
-		k := modelKey{provider, model}
-		if minutes[k] == nil {
-			minutes[k] = map[int64]*minuteCounts{}
-		}
-		if minutes[k][m] == nil {
-			minutes[k][m] = &minuteCounts{}
-		}
-		minutes[k][m].add(c)
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("incidents: %w", err)
 	}
@@ -129,7 +232,7 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 	}
 	var out []Incident
 	for k, byMinute := range minutes {
-		for _, in := range detectModel(k, byMinute, readTo, p) {
+		for _, in := range detectModel(k, byMinute, baseline[k.model], readTo, p) {
 			if !overlaps(in.StartedAt, in.EndedAt, from, to) {
 				continue
 			}
@@ -145,19 +248,14 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 }
 
 // detectModel finds a model's incidents in its minutes (Unix seconds of each minute), read up to
-// end.
-func detectModel(k modelKey, byMinute map[int64]*minuteCounts, end time.Time, p IncidentParams) []Incident {
-	var total minuteCounts
+// end, baseline being its error rate over the whole window.
+func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64, end time.Time, p IncidentParams) []Incident {
 	keys := make([]int64, 0, len(byMinute))
-	for m, c := range byMinute {
+	for m := range byMinute {
 		keys = append(keys, m)
-		total.add(*c)
 	}
 	slices.Sort(keys)
-	threshold := p.ErrorFloor
-	if total.attempts > 0 {
-		threshold = max(threshold, p.ErrorFactor*float64(total.failed)/float64(total.attempts))
-	}
+	threshold := max(p.ErrorFloor, p.ErrorFactor*baseline)
 	troubled := func(c *minuteCounts) bool {
 		return c.failed > 0 && float64(c.failed) >= threshold*float64(c.attempts) ||
 			c.calls > 0 && c.perCall() >= p.StormAttempts || c.fbOK > 0

@@ -261,8 +261,8 @@ var (
 // byMinute reads the raw attempts of the range, counted per @step-minute bucket with the rollups'
 // expressions (rollup.RawRowsSQL), with their series s: it answers summaries grouped by minute.
 var byMinute = func() plan {
-	src := rollup.RawRowsSQL(rollup.MinuteBucketSQL("@step::interval"),
-		"project_id = @project AND started_at >= @raw_from AND started_at < @raw_to")
+	bucket, where := rollup.MinuteBucketSQL("@step::interval"), "project_id = @project AND started_at >= @raw_from AND started_at < @raw_to"
+	src := rollup.RawRowsSQL(bucket, where)
 	return plan{
 		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
 	FROM (` + src + `) r
@@ -270,9 +270,9 @@ var byMinute = func() plan {
 	WHERE ` + seriesFilter + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
-	FROM (` + src + `) r
+	FROM (` + rollup.RawHistSQL(bucket, where) + `) r
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
-	WHERE r.status = 'ok' AND ` + seriesFilter,
+	WHERE ` + seriesFilter,
 	}
 }()
 

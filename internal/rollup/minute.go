@@ -19,13 +19,20 @@ func MinuteBucketSQL(step string) string {
 // RawRowsSQL is the SELECT of rollup_hourly-shaped rows counted from the raw attempts that where
 // (an SQL condition over attempts) selects, per bucket (an SQL expression, named minute), series,
 // fallback flag, status and error class: the columns series_id, fallback, status, error_class,
-// minute, then each of Sums by its column name, then latency_hist.
+// minute, then each of Sums by its column name.
 func RawRowsSQL(bucket, where string) string {
 	sums := make([]string, len(Sums))
 	for i, s := range Sums {
 		sums[i] = "(" + s.Expr + ")::int8 AS " + s.Col
 	}
-	return fmt.Sprintf(`SELECT series_id, fallback, status, error_class, %s AS minute, %s,
-%s AS latency_hist
-	FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5`, bucket, strings.Join(sums, ", "), LatencyHistExpr, where)
+	return fmt.Sprintf(`SELECT series_id, fallback, status, error_class, %s AS minute, %s
+	FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5`, bucket, strings.Join(sums, ", "), where)
+}
+
+// RawHistSQL is the SELECT of the latency histograms of the succeeded attempts that where selects,
+// per bucket (named minute), series and fallback flag: the columns series_id, fallback, minute and
+// latency_hist. Apart from RawRowsSQL, so the sums do not pay for the histograms.
+func RawHistSQL(bucket, where string) string {
+	return fmt.Sprintf(`SELECT series_id, fallback, %s AS minute, %s AS latency_hist
+	FROM attempts WHERE status = 'ok' AND (%s) GROUP BY 1, 2, 3`, bucket, LatencyHistExpr, where)
 }
