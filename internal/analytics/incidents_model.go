@@ -9,7 +9,7 @@ import (
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// modelMinutesSQL counts the raw attempts of [@from, @to) per UTC minute, provider, model,
+// modelMinutesSQL counts the raw attempts of the windows [@los[i], @his[i]) per UTC minute, provider, model,
 // fallback flag and the model a fallback stood in for: attempts, first attempts (calls), failed
 // attempts (status error), answers (status ok), the cost of the priced attempts, that of the
 // priced attempts that gave no answer, and the unpriced attempts.
@@ -18,7 +18,8 @@ const modelMinutesSQL = `SELECT date_trunc('minute', a.started_at, 'UTC'), s.pro
 		count(*) FILTER (WHERE a.status = 'ok'), coalesce(sum(a.cost_nanos), 0)::int8,
 		coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8, count(*) FILTER (WHERE a.cost_nanos IS NULL)
 	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
-	WHERE a.project_id = @project AND a.started_at >= @from AND a.started_at < @to
+	JOIN unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi) ON a.started_at >= w.lo AND a.started_at < w.hi
+	WHERE a.project_id = @project
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
 
 // recoverySQL counts, per RecoveryWindow (@window seconds) from @end up to @until, the logical
@@ -44,11 +45,11 @@ func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time
 		if b.After(to) {
 			b = to
 		}
-		sum, err := s.Summary(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour, ByProvider, ByModel)
+		groups, err := s.sumsOnly(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour, ByProvider, ByModel)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sum.Groups...)
+		out = append(out, groups...)
 	}
 	return out, nil
 }
@@ -188,8 +189,12 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 		c      minuteCounts
 	}
 	var fbRows []fbRow
-	for _, w := range windows {
-		args := map[string]any{"project": project, "from": w[0], "to": w[1]}
+	los, his := make([]time.Time, len(windows)), make([]time.Time, len(windows))
+	for i, w := range windows {
+		los[i], his[i] = w[0], w[1]
+	}
+	if len(windows) > 0 {
+		args := map[string]any{"project": project, "los": los, "his": his}
 		err = s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
 			&c.attempts, &c.calls, &c.failed, &c.ok, &c.cost, &c.wasted, &c.unpriced}, func() error {
 			m := at.Unix()
@@ -210,9 +215,6 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 			minutes[k][m].add(c)
 			return nil
 		})
-		if err != nil {
-			break
-		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("incidents: %w", err)

@@ -815,6 +815,32 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 	return out, nil
 }
 
+// sumsOnly is Summary's groups without their latencies (LatencyMS nil), which it does not read:
+// for callers that want the counts of many groups, as incident detection does.
+func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]Group, error) {
+	g, err := parseGrouping(groupBy)
+	if err != nil {
+		return nil, err
+	}
+	from, to, err := s.window(f.From, f.To, g.hourly)
+	if err != nil {
+		return nil, err
+	}
+	if g.hourly && to.Sub(from) > MaxHourRange {
+		return nil, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
+	}
+	p := planFor(g, f)
+	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Group, 0, len(groups))
+	for k, a := range groups {
+		out = append(out, Group{Key: g.key(k, s.tz), Stats: a.stats()})
+	}
+	return out, nil
+}
+
 // sums adds up the rollup rows of each group with query, a plan's sums statement.
 func (s *Service) sums(ctx context.Context, g grouping, query string, args pgx.NamedArgs) (map[gkey]*acc, error) {
 	keyDst, keyOf := g.scanTargets()
