@@ -25,19 +25,23 @@ const modelMinutesSQL = `SELECT date_trunc('minute', a.started_at, 'UTC'), s.pro
 	JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
 
-// recoverySQL counts, per RecoveryWindow (@window seconds) from @end up to @until, the logical
-// calls of model @model (@provider) that began in it (their first attempt) and how many of them got
-// an answer, from the model or a fallback standing in for it.
+// recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @untils, @providers,
+// @models), per RecoveryWindow (@window seconds) from its end up to its until, the logical calls of
+// its model that began in it (their first attempt) and how many of them got an answer, from the
+// model or a fallback standing in for it. Each incident's attempts are read by their own range
+// scan (OFFSET 0, as in modelMinutesSQL).
 const recoverySQL = `WITH c AS (
-		SELECT a.request_id, min(a.started_at) FILTER (WHERE a.attempt_no = 1 AND NOT a.fallback) AS t0,
+		SELECT w.i, w.e, a.request_id, min(a.started_at) FILTER (WHERE a.attempt_no = 1 AND NOT a.fallback) AS t0,
 			bool_or(a.status = 'ok') AS ok
-		FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
-		WHERE a.project_id = @project AND a.started_at >= @end AND a.started_at < @until
-			AND ((s.provider = @provider AND s.model = @model AND NOT a.fallback) OR (a.fallback AND s.fallback_from = @model))
-		GROUP BY 1
+		FROM unnest(@idx::int4[], @ends::timestamptz[], @untils::timestamptz[], @providers::text[], @models::text[]) w(i, e, u, provider, model)
+		CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.project_id = @project AND a.started_at >= w.e AND a.started_at < w.u
+			OFFSET 0) a
+		JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+		WHERE (s.provider = w.provider AND s.model = w.model AND NOT a.fallback) OR (a.fallback AND s.fallback_from = w.model)
+		GROUP BY 1, 2, 3
 	)
-	SELECT floor(extract(epoch FROM t0 - @end) / @window)::int8, count(*), count(*) FILTER (WHERE ok)
-	FROM c WHERE t0 IS NOT NULL GROUP BY 1 ORDER BY 1`
+	SELECT i, floor(extract(epoch FROM t0 - e) / @window)::int8, count(*), count(*) FILTER (WHERE ok)
+	FROM c WHERE t0 IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2`
 
 // hourlyModels is the hourly summary of [from, to) by provider and model (fallback traffic apart),
 // read in ranges Summary allows.
@@ -241,13 +245,11 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 			if !overlaps(in.StartedAt, in.EndedAt, from, to) {
 				continue
 			}
-			if in.EndedAt != nil {
-				if in.RecoverySeconds, err = s.recovery(ctx, project, k, *in.EndedAt, now, p); err != nil {
-					return nil, err
-				}
-			}
 			out = append(out, in)
 		}
+	}
+	if err := s.recoveries(ctx, project, out, now, p); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -328,28 +330,46 @@ func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64,
 	return out
 }
 
-// recovery is the recovery time of a model's incident that ended at end (RecoverySeconds), looked
-// for up to RecoveryLimit after it and never past now.
-func (s *Service) recovery(ctx context.Context, project int64, k modelKey, end, now time.Time, p IncidentParams) (*int64, error) {
-	until := end.Add(p.RecoveryLimit)
-	if until.After(now) {
-		until = now
+// recoveries sets the recovery time (RecoverySeconds) of each ended incident of list, looked for
+// up to RecoveryLimit after its end and never past now, with one statement for all.
+func (s *Service) recoveries(ctx context.Context, project int64, list []Incident, now time.Time, p IncidentParams) error {
+	var (
+		idx              []int32
+		ends, untils     []time.Time
+		providers, names []string
+	)
+	for i, in := range list {
+		if in.EndedAt == nil {
+			continue
+		}
+		until := in.EndedAt.Add(p.RecoveryLimit)
+		if until.After(now) {
+			until = now
+		}
+		idx, ends, untils = append(idx, int32(i)), append(ends, *in.EndedAt), append(untils, until)
+		providers, names = append(providers, in.Provider), append(names, in.Model)
+	}
+	if len(idx) == 0 {
+		return nil
 	}
 	window := int64(p.RecoveryWindow / time.Second)
 	var (
-		w, calls, ok int64
-		found        *int64
+		i        int32
+		w, calls int64
+		ok       int64
 	)
-	args := map[string]any{"project": project, "end": end, "until": until, "provider": k.provider, "model": k.model, "window": window}
-	err := s.read(ctx, recoverySQL, args, []any{&w, &calls, &ok}, func() error {
-		if found == nil && calls > 0 && float64(ok) >= p.RecoveryShare*float64(calls) {
+	args := map[string]any{"project": project, "idx": idx, "ends": ends, "untils": untils, "providers": providers,
+		"models": names, "window": window}
+	err := s.read(ctx, recoverySQL, args, []any{&i, &w, &calls, &ok}, func() error {
+		in := &list[i]
+		if in.RecoverySeconds == nil && calls > 0 && float64(ok) >= p.RecoveryShare*float64(calls) {
 			sec := w * window
-			found = &sec
+			in.RecoverySeconds = &sec
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("incident recovery: %w", err)
+		return fmt.Errorf("incident recovery: %w", err)
 	}
-	return found, nil
+	return nil
 }
