@@ -51,17 +51,17 @@ type breakdownQuery struct {
 	spend  string
 }
 
-// summaries runs a breakdown's summaries at once: the tables', and the spend chart's (by day and
-// q.spend), which also gives the errors per day and the total. Each summary costs a pass over the
+// summaries runs a breakdown's summaries at once: the tables', and the spend chart's (by the view's time dimension and
+// q.spend), which also gives the errors per point and the total. Each summary costs a pass over the
 // range's rollups, so a page asks for as few as it can.
-func (h *Handler) summaries(ctx context.Context, f analytics.Filter, q breakdownQuery) (tables []analytics.Summary, spend analytics.Summary, err error) {
+func (h *Handler) summaries(ctx context.Context, v view, f analytics.Filter, q breakdownQuery) (tables []analytics.Summary, spend analytics.Summary, err error) {
 	tables = make([]analytics.Summary, len(q.tables))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, dims := range q.tables {
 		g.Go(func() (err error) { tables[i], err = h.opt.Analytics.Summary(gctx, f, dims...); return err })
 	}
 	g.Go(func() (err error) {
-		spend, err = h.opt.Analytics.Summary(gctx, f, analytics.ByDay, q.spend)
+		spend, err = h.opt.Analytics.Summary(gctx, f, v.timeDim(), q.spend)
 		return err
 	})
 	err = g.Wait()
@@ -76,7 +76,7 @@ func (h *Handler) models(c echo.Context) error {
 		return err
 	}
 	f := v.filter(server.ProjectOf(c).ID)
-	tables, spend, err := h.summaries(c.Request().Context(), f,
+	tables, spend, err := h.summaries(c.Request().Context(), v, f,
 		breakdownQuery{tables: [][]string{{analytics.ByProvider, analytics.ByModel}}, spend: analytics.ByModel})
 	if err != nil {
 		return h.dataError(err)
@@ -114,7 +114,7 @@ func (h *Handler) services(c echo.Context) error {
 	if v.Service != "" {
 		q = breakdownQuery{tables: [][]string{{analytics.ByOperation}, {analytics.ByTenant}}, spend: analytics.ByOperation}
 	}
-	tables, spend, err := h.summaries(c.Request().Context(), f, q)
+	tables, spend, err := h.summaries(c.Request().Context(), v, f, q)
 	if err != nil {
 		return h.dataError(err)
 	}

@@ -168,6 +168,20 @@ const tablesFitJS = `(() => {
 	return bad;
 })()`
 
+// chartAxes is what a chart drew: its points, the bounds of its axes and its largest value.
+type chartAxes struct {
+	ID     string  `json:"id"`
+	Points int     `json:"points"`
+	XMin   float64 `json:"xMin"`
+	XMax   float64 `json:"xMax"`
+	YMax   float64 `json:"yMax"`
+	Top    float64 `json:"top"`
+}
+
+const axesJS = `[...document.querySelectorAll('.plot[data-chart]')].filter(e => e.dataset.drawn === 'true').map(e => ({
+	id: e.dataset.chart, points: +e.dataset.points, xMin: +e.dataset.xMin, xMax: +e.dataset.xMax,
+	yMax: +e.dataset.yMax, top: +e.dataset.top}))`
+
 // TestBrowser opens every page in headless Chromium as a person would: logs in through the form,
 // reads the figures shown, checks that the charts drew and that the console stayed clean, and
 // keeps a screenshot of each page.
@@ -234,7 +248,7 @@ func TestBrowser(t *testing.T) {
 		}},
 		{"cache", "/cache", 0, map[string]string{
 			`[data-testid="caches"] tbody tr:first-child [data-col="status"] .badge`: "broken",
-			`[data-testid="broken-count"]`:                                           "2",
+			`[data-testid="broken-count"]`:                                           "1",
 		}},
 		{"reliability", "/reliability", 3, map[string]string{
 			`[data-testid="rate-limited-share"]`: "3.3%",
@@ -243,6 +257,10 @@ func TestBrowser(t *testing.T) {
 		{"load", "/load?day=2026-11-20&org=acme-prod&provider=anthropic&model=claude-sonnet-5-5", 3, map[string]string{
 			`[data-testid="peak-requests"]`:     "1 at Fri 20 Nov 10:00",
 			`[data-testid="headroom-requests"]`: "3 of 50 left (6.0%)",
+		}},
+		{"incidents", "/incidents", 0, map[string]string{
+			`[data-testid="incidents"] tbody tr:first-child th`:                       "cache_broken",
+			`[data-testid="incidents"] tbody tr:first-child [data-col="extra-spend"]`: "$0.50",
 		}},
 		{"alerts", "/alerts", 0, map[string]string{`[data-testid="rules"] tbody tr:first-child th`: "cache-broken"}},
 		{"prices", "/prices", 0, map[string]string{
@@ -342,6 +360,43 @@ func TestBrowser(t *testing.T) {
 	}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
 		t.Fatal(err)
+	}
+
+	// Each chart draws the range asked and nothing outside it: Today is 24 hourly points on an axis
+	// from midnight to midnight, the last hour 60 minutes up to 15:00; every value is below the
+	// top of the value axis.
+	for _, r := range []struct {
+		query         string
+		from, to      time.Time
+		points, steps int
+	}{
+		{"from=2026-11-20&to=2026-11-20", time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), 24, 3600},
+		{"last=1h", time.Date(2026, 11, 20, 14, 0, 0, 0, time.UTC), time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC), 60, 60},
+	} {
+		for _, page := range []string{"/", "/reliability", "/models"} {
+			if err := chromedp.Do(ctx, chromedp.Navigate(base+page+"?"+r.query), chromedp.WaitReady(chromedp.CSS("footer"))); err != nil {
+				t.Fatalf("%s?%s: %v", page, r.query, err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll('.plot[data-chart]')].every(e => e.dataset.drawn)`,
+				chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+				t.Errorf("%s?%s: charts did not draw: %v", page, r.query, err)
+			}
+			axes, err := chromedp.Run(ctx, chromedp.Evaluate[[]chartAxes](axesJS))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range axes {
+				if a.ID == "month" { // the month's chart shows the month
+					continue
+				}
+				if a.Points != r.points || a.XMin < float64(r.from.Unix()) || a.XMax > float64(r.to.Unix()) || a.Top > a.YMax {
+					t.Errorf("%s?%s: chart %s: %+v, want %d points on [%v, %v]", page, r.query, a.ID, a, r.points, r.from, r.to)
+				}
+			}
+			for _, e := range cons.take() {
+				t.Errorf("%s?%s: %s", page, r.query, e)
+			}
+		}
 	}
 
 	// On a phone the overview still fits: nothing wider than the screen but the scrolling tables.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
@@ -14,8 +15,9 @@ import (
 type cacheData struct {
 	View view
 	// Rows are every cached prefix, broken caches first.
-	Rows   []analytics.CacheRow
-	Total  analytics.Stats
+	Rows  []analytics.CacheRow
+	Total analytics.Stats
+	// Broken counts the broken caches, a model's once (its row and its hash's row show one).
 	Broken int
 }
 
@@ -39,11 +41,7 @@ func (h *Handler) cache(c echo.Context) error {
 		return h.dataError(err)
 	}
 	d.Total = total.Total
-	for _, r := range d.Rows {
-		if r.Broken {
-			d.Broken++
-		}
-	}
+	d.Broken = analytics.BrokenCaches(d.Rows)
 	fr := h.page(c, "Cache")
 	fr.Filter = v
 	return h.render(c, 200, cacheView(fr, d))
@@ -60,6 +58,14 @@ func cacheKey(r analytics.CacheRow) string {
 		k += "/" + *r.PromptHash
 	}
 	return k
+}
+
+// brokenAt is when a broken cache broke, in the view's timezone.
+func brokenAt(r analytics.CacheRow, tz *time.Location) string {
+	if r.BrokenSince == nil {
+		return ""
+	}
+	return r.BrokenSince.In(tz).Format("2006-01-02 15:04")
 }
 
 // usedOnce tells how many of a model's prompt hashes were used by a single call, if any: many of

@@ -3,13 +3,15 @@ package web
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/numfmt"
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// chartSpec is what static/charts.js draws: one point per local day of the range.
+// chartSpec is what static/charts.js draws: one point per local day, hour or minute of the range
+// (the view's step).
 type chartSpec struct {
 	// Kind is "bars" or "lines".
 	Kind    string `json:"kind"`
@@ -18,11 +20,17 @@ type chartSpec struct {
 	Unit string `json:"unit"`
 	TZ   string `json:"tz"`
 	// Step is the distance between points in seconds.
-	Step   int64         `json:"step"`
+	Step int64 `json:"step"`
+	// From and To bound the x-axis: the range shown, [From, To) in Unix seconds. Each point covers
+	// [x, x + step).
+	From   int64         `json:"from"`
+	To     int64         `json:"to"`
 	X      []int64       `json:"x"`
 	Series []chartSeries `json:"series"`
-	// Days are the local dates of X, for the table of the same figures.
+	// Days are the labels of X (local dates, or local times for hours and minutes), for the table
+	// of the same figures; Head names them.
 	Days []string `json:"-"`
+	Head string   `json:"-"`
 }
 
 // chartSeries is one series: values to plot (money as decimal strings, never floats computed
@@ -39,10 +47,17 @@ type chartSeries struct {
 const maxSeries = 7
 
 func newChart(v view, kind, unit string, stacked bool) chartSpec {
-	c := chartSpec{Kind: kind, Stacked: stacked, Unit: unit, TZ: v.tz.String(), Step: 86400}
-	for _, d := range v.days() {
+	c := chartSpec{Kind: kind, Stacked: stacked, Unit: unit, TZ: v.tz.String(), Step: int64(v.step / time.Second),
+		From: v.from.Unix(), To: v.to.Unix(), Head: "Day", Series: []chartSeries{}}
+	switch v.timeDim() {
+	case analytics.ByHour:
+		c.Head = "Hour"
+	case analytics.ByMinute:
+		c.Head = "Minute"
+	}
+	for _, d := range v.points() {
 		c.X = append(c.X, d.Start.Unix())
-		c.Days = append(c.Days, d.Date)
+		c.Days = append(c.Days, d.Label)
 	}
 	return c
 }
@@ -70,15 +85,15 @@ func (s spendCell) text() string {
 	return t
 }
 
-// spendChart stacks each day's spend by the label of its group (groups of a summary by day and
-// one more dimension), the biggest spender at the bottom.
+// spendChart stacks each point's spend by the label of its group (groups of a summary by the view's time dimension
+// and one more), the biggest spender at the bottom.
 func spendChart(v view, groups []analytics.Group, label func(analytics.Key) string) chartSpec {
 	c := newChart(v, "bars", "usd", true)
-	index := dayIndex(v)
+	index := pointIndex(v)
 	cells := map[string][]spendCell{}
 	totals := map[string]money.Nanos{}
 	for _, g := range groups {
-		i, ok := index[g.Key.Day]
+		i, ok := index[v.pointOf(g.Key)]
 		if !ok {
 			continue
 		}
@@ -117,11 +132,11 @@ func spendChart(v view, groups []analytics.Group, label func(analytics.Key) stri
 // (and possibly more dimensions, whose groups it adds up).
 func errorChart(v view, groups []analytics.Group) chartSpec {
 	c := newChart(v, "bars", "count", true)
-	index := dayIndex(v)
+	index := pointIndex(v)
 	counts := map[string][]int64{}
 	totals := map[string]int64{}
 	for _, g := range groups {
-		i, ok := index[g.Key.Day]
+		i, ok := index[v.pointOf(g.Key)]
 		if !ok {
 			continue
 		}
@@ -156,14 +171,14 @@ type ratioLine struct {
 // figure are gaps.
 func ratioChart(v view, groups []analytics.Group, unit string, lines ...ratioLine) chartSpec {
 	c := newChart(v, "lines", unit, false)
-	index := dayIndex(v)
+	index := pointIndex(v)
 	for _, l := range lines {
 		s := chartSeries{Label: l.label, Values: make([]any, len(c.X)), Text: make([]string, len(c.X))}
 		for i := range s.Text {
 			s.Text[i] = "–"
 		}
 		for _, g := range groups {
-			i, ok := index[g.Key.Day]
+			i, ok := index[v.pointOf(g.Key)]
 			r := l.of(g.Stats)
 			if !ok || r == nil {
 				continue
@@ -183,11 +198,11 @@ func ratioChart(v view, groups []analytics.Group, unit string, lines ...ratioLin
 
 func cmpInt64(a, b int64) int { return cmp.Compare(a, b) }
 
-// dayIndex maps each local day of the view to its position on the chart.
-func dayIndex(v view) map[string]int {
+// pointIndex maps the label of each point of the view to its position on the chart.
+func pointIndex(v view) map[string]int {
 	m := map[string]int{}
-	for i, d := range v.days() {
-		m[d.Date] = i
+	for i, d := range v.points() {
+		m[d.Label] = i
 	}
 	return m
 }

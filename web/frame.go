@@ -37,7 +37,7 @@ type navItem struct {
 // nav lists the pages in the order the navigation shows them.
 var nav = []navItem{
 	{"/", "Overview"}, {"/models", "Models"}, {"/services", "Services"}, {"/cache", "Cache"},
-	{"/reliability", "Reliability"}, {"/load", "Load"}, {"/alerts", "Alerts"}, {"/prices", "Prices"},
+	{"/reliability", "Reliability"}, {"/incidents", "Incidents"}, {"/load", "Load"}, {"/alerts", "Alerts"}, {"/prices", "Prices"},
 }
 
 // page returns the frame of the request's page.

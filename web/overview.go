@@ -30,6 +30,10 @@ type overviewData struct {
 	Spend      chartSpec
 	MonthChart chartSpec
 	Firing     []alerts.AlertView
+	// Open are the incidents going on now; IncidentOf links a firing alert (by fingerprint) to
+	// its incident.
+	Open       []analytics.Incident
+	IncidentOf map[string]string
 }
 
 // overview is the Monday-morning page: what today and the month cost and where the month is
@@ -50,7 +54,7 @@ func (h *Handler) overview(c echo.Context) error {
 		return err
 	})
 	g.Go(func() (err error) {
-		byDay, err = h.opt.Analytics.Summary(gctx, f, analytics.ByDay, analytics.ByModel)
+		byDay, err = h.opt.Analytics.Summary(gctx, f, v.timeDim(), analytics.ByModel)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -58,10 +62,12 @@ func (h *Handler) overview(c echo.Context) error {
 		return err
 	})
 	g.Go(func() (err error) { d.Firing, err = h.firing(gctx, p.ID); return err })
+	g.Go(func() (err error) { d.Open, err = h.openIncidents(c, p.ID); return err })
 	if err := g.Wait(); err != nil {
 		return h.dataError(err)
 	}
 	d.Total = byDay.Total
+	d.IncidentOf = alertLinks(d.Firing, d.Open, h.now())
 	d.Services = topSpenders(byOp.Groups, topN, func(k analytics.Key) (string, string) {
 		return deref(k.Service), v.link("/services", "service", deref(k.Service))
 	})

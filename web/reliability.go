@@ -19,6 +19,10 @@ type reliabilityData struct {
 	AttemptsPerCall   chartSpec
 	Shares            chartSpec
 	Errors            chartSpec
+	// Budget is the attempts within which most retried calls end (analytics.RetryBudget);
+	// Multiplied says that some calls took at least twice that (retry layers that multiply).
+	Budget     int
+	Multiplied bool
 }
 
 // reliability shows retry amplification, error classes, rate limiting, wasted spend and fallback
@@ -31,15 +35,19 @@ func (h *Handler) reliability(c echo.Context) error {
 	f := v.filter(server.ProjectOf(c).ID)
 	var byDay, byModel analytics.Summary
 	g, gctx := errgroup.WithContext(c.Request().Context())
-	g.Go(func() (err error) { byDay, err = h.opt.Analytics.Summary(gctx, f, analytics.ByDay); return err })
+	g.Go(func() (err error) { byDay, err = h.opt.Analytics.Summary(gctx, f, v.timeDim()); return err })
 	g.Go(func() (err error) {
-		byModel, err = h.opt.Analytics.Summary(gctx, f, analytics.ByProvider, analytics.ByModel)
+		fa := f
+		fa.WithAttempts = true
+		byModel, err = h.opt.Analytics.Summary(gctx, fa, analytics.ByProvider, analytics.ByModel)
 		return err
 	})
 	if err := g.Wait(); err != nil {
 		return h.dataError(err)
 	}
-	d := reliabilityData{View: v, Total: byDay.Total,
+	d := reliabilityData{View: v, Total: byModel.Total,
+		Budget:     analytics.RetryBudget(byModel.Total.CallsByAttempts),
+		Multiplied: analytics.Multiplied(byModel.Total.CallsByAttempts, byModel.Total.MaxAttempts),
 		AttemptsPerCall: ratioChart(v, byDay.Groups, "ratio",
 			ratioLine{label: "Attempts per call", of: func(s analytics.Stats) *float64 { return s.AttemptsPerCall }}),
 		Shares: ratioChart(v, byDay.Groups, "percent",

@@ -116,7 +116,7 @@ type route struct {
 // pages are the dashboard's pages, each behind the login.
 func (h *Handler) pages() []route {
 	return []route{{"/", h.overview}, {"/models", h.models}, {"/services", h.services}, {"/cache", h.cache},
-		{"/reliability", h.reliability}, {"/load", h.load}, {"/alerts", h.alertsPage}, {"/prices", h.pricesPage}}
+		{"/reliability", h.reliability}, {"/incidents", h.incidentsPage}, {"/load", h.load}, {"/alerts", h.alertsPage}, {"/prices", h.pricesPage}}
 }
 
 // render writes a page only once it rendered whole: a failure midway is an error page, never a

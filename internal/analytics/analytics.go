@@ -109,6 +109,12 @@ type Filter struct {
 	Tenant    string
 	Operation string
 	Provider  string
+	// Step is the width of a group of a summary grouped by minute: a minute (also when zero) or
+	// five.
+	Step time.Duration
+	// WithAttempts asks a summary for its calls by number of attempts (attempts.go), read from the
+	// raw attempts of the range.
+	WithAttempts bool
 }
 
 // MaxRange is the longest range a question may span.

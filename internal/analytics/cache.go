@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -28,8 +29,11 @@ const DefaultMinCalls = 10
 // SingleUseHashes those of them used by one call in their UTC month, which get no row of their
 // own. Hit ratio is read / (input + written + read) tokens; savings_usd is nocache_cost_usd -
 // cost_usd over priced attempts (negative: caching cost money); the amounts are nil when every
-// call was unpriced. Broken means cache_write_calls reached the minimum and nothing was ever read
-// back; Explanation then says what that usually means.
+// call was unpriced. Broken means that since the last hour the prefix was read back (or since its
+// first hour, when it never was) at least the minimum of calls wrote it and none read it;
+// BrokenSince is then the first of those hours that wrote, and ExtraCostUSD what the calls since
+// cost beyond what as many cost while the cache worked (cache_since.go); Explanation says what
+// that usually means.
 type CacheRow struct {
 	Service          string       `json:"service"`
 	Operation        string       `json:"operation"`
@@ -51,7 +55,11 @@ type CacheRow struct {
 	SavingsUSD       *money.Nanos `json:"savings_usd"`
 	UnpricedCalls    int64        `json:"unpriced_calls"`
 	Broken           bool         `json:"broken"`
+	BrokenSince      *time.Time   `json:"broken_since"`
+	ExtraCostUSD     *money.Nanos `json:"extra_cost_usd"`
 	Explanation      string       `json:"explanation,omitempty"`
+	// readUntil is the last hour a broken prefix was read back, nil when never.
+	readUntil *time.Time
 }
 
 // cacheCols are the columns of rollup_cache_hourly a cache row adds up (rollup.CacheSums, calls
@@ -137,9 +145,16 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	if err != nil {
 		return nil, err
 	}
-	// Both levels are read at once, on two connections.
-	var models, hashes []cacheScan
+	// Both levels, and when each prefix broke, are read at once, on three connections.
+	var (
+		models, hashes []cacheScan
+		since          map[sinceKey]brokenSince
+	)
 	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) {
+		since, err = s.cacheSince(ectx, f, from, to)
+		return err
+	})
 	eg.Go(func() (err error) {
 		models, err = s.scanCache(ectx, cacheModelSQL, s.args(f, s.split(from, to, false)), false)
 		if err != nil {
@@ -175,8 +190,11 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	}
 	for i := range out {
 		r := &out[i]
-		r.Broken = r.CacheWriteCalls >= int64(minCalls) && r.CacheReadCalls == 0
+		b, ok := since[sinceKey{cacheKey{r.Service, r.Operation, r.Provider, r.Model, r.Fallback}, hashOrder(*r)}]
+		r.Broken = ok && b.writes >= int64(minCalls)
 		if r.Broken {
+			since := b.since.In(s.tz)
+			r.BrokenSince, r.ExtraCostUSD, r.readUntil = &since, b.extra(), b.lastRead
 			r.Explanation = explain(r)
 		}
 	}
@@ -255,6 +273,10 @@ func explain(r *CacheRow) string {
 	default:
 		fmt.Fprintf(&b, "%s calls wrote %s tokens to the cache and none was read back: something that changes on every call (a timestamp, a request id) sits before the cached part of the prompt, or calls come further apart than the cache lifetime.",
 			numfmt.Count(r.CacheWriteCalls), numfmt.Count(r.CacheWriteTokens))
+	}
+	if r.readUntil != nil {
+		fmt.Fprintf(&b, " It was read back until %s UTC and broke at %s UTC.", r.readUntil.UTC().Format("2006-01-02 15:04"),
+			r.BrokenSince.UTC().Format("2006-01-02 15:04"))
 	}
 	if r.SavingsUSD != nil && *r.SavingsUSD < 0 {
 		fmt.Fprintf(&b, " Caching cost %s more than not caching.", (-*r.SavingsUSD).USDFine())

@@ -19,18 +19,21 @@ import (
 // Mount adds the query API to the server's authenticated /v1 group; each answer covers the
 // project of the request's API key only:
 //
-//	GET /v1/summary?from=&to=&group_by=&service=&model=&tenant=&operation=&provider=
+//	GET /v1/summary?from=&to=&group_by=&step=&attempts=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/projection?month=YYYY-MM&service=
 //	GET /v1/cache?from=&to=&min_calls=&service=&model=&tenant=&operation=&provider=
 //	GET /v1/prices
 //	GET /v1/cost-mismatches?from=&to=
 //	GET /v1/peaks?from=&to=&group_by=&org=&provider=&model=&service= (peaks.go)
+//	GET /v1/incidents?from=&to= (incidents.go)
 //
 // from and to are RFC 3339 times or YYYY-MM-DD local dates (the start of that day); to is
 // exclusive; both default to the last 7 local days, today included (to is then the end of today).
 // group_by is a comma-separated
-// list of model, service, operation, tenant, provider and day or hour. A bad or unknown parameter
-// is answered 400 naming it.
+// list of model, service, operation, tenant, provider and day, hour or minute; step (1m or 5m,
+// with minute only) is the width of a minute group; attempts=true adds each group's calls by
+// number of attempts (read from the raw attempts). A bad or unknown parameter is answered 400
+// naming it.
 func (s *Service) Mount(srv *server.Server) {
 	g := srv.API
 	g.GET("/summary", s.getSummary)
@@ -39,22 +42,40 @@ func (s *Service) Mount(srv *server.Server) {
 	g.GET("/prices", s.getPrices)
 	g.GET("/cost-mismatches", s.getMismatches)
 	g.GET("/peaks", s.getPeaks)
+	g.GET("/incidents", s.getIncidents)
+}
+
+func (s *Service) getIncidents(c echo.Context) error {
+	var bad paramErrors
+	q := bad.queryParams(c.QueryParams(), []string{"from", "to"})
+	f := bad.parseFilter(q, s.tz)
+	if err := bad.err(); err != nil {
+		return fail(err)
+	}
+	f.ProjectID = server.ProjectOf(c).ID
+	list, err := s.Incidents(c.Request().Context(), f)
+	if err != nil {
+		return fail(err)
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 // Query parameters each endpoint takes.
 var (
 	filterParams     = []string{"from", "to", "service", "model", "tenant", "operation", "provider"}
-	summaryParams    = append([]string{"group_by", "top"}, filterParams...)
+	summaryParams    = append([]string{"group_by", "step", "attempts", "top"}, filterParams...)
 	cacheParams      = append([]string{"min_calls"}, filterParams...)
 	projectionParams = []string{"month", "service"}
 )
 
 // CacheAnswer is the body of GET /v1/cache.
 type CacheAnswer struct {
-	From     time.Time  `json:"from"`
-	To       time.Time  `json:"to"`
-	MinCalls int        `json:"min_calls"`
-	Rows     []CacheRow `json:"rows"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	MinCalls int       `json:"min_calls"`
+	// BrokenCaches counts the models with a broken cache, each once (BrokenCaches).
+	BrokenCaches int        `json:"broken_caches"`
+	Rows         []CacheRow `json:"rows"`
 }
 
 func (s *Service) getSummary(c echo.Context) error {
@@ -63,11 +84,18 @@ func (s *Service) getSummary(c echo.Context) error {
 	f := bad.parseFilter(q, s.tz)
 	dims, err := parseGroupBy(q["group_by"])
 	bad.add(err)
-	if err := bad.err(); err != nil {
-		return fail(err)
-	}
 	top, err := parseTop(q["top"])
-	if err != nil {
+	bad.add(err)
+	if v, ok := q["attempts"]; ok {
+		if f.WithAttempts, err = strconv.ParseBool(v); err != nil {
+			bad.add(badParam("attempts", "want true or false, got %q", truncate(v)))
+		}
+	}
+	if v, ok := q["step"]; ok {
+		f.Step, err = parseStep(v, dims)
+		bad.add(err)
+	}
+	if err := bad.err(); err != nil {
 		return fail(err)
 	}
 	f.ProjectID = server.ProjectOf(c).ID
@@ -133,7 +161,8 @@ func (s *Service) getCache(c echo.Context) error {
 	if rows == nil {
 		rows = []CacheRow{}
 	}
-	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls, Rows: rows})
+	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls,
+		BrokenCaches: BrokenCaches(rows), Rows: rows})
 }
 
 // paramErrors collects every bad parameter of a request, so that one answer names them all
@@ -278,4 +307,16 @@ func parseMinCalls(v string) (int, error) {
 		return 0, badParam("min_calls", "want a whole number from 1 to 1000000000, got %q", truncate(v))
 	}
 	return n, nil
+}
+
+// parseStep reads the width of a summary's minute groups: 1m or 5m, with group_by minute only.
+func parseStep(v string, dims []string) (time.Duration, error) {
+	if !slices.Contains(dims, ByMinute) {
+		return 0, badParam("step", "applies to group_by=minute only")
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || !slices.Contains(minuteSteps, d) {
+		return 0, badParam("step", "want 1m or 5m, got %q", truncate(v))
+	}
+	return d, nil
 }

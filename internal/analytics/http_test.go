@@ -152,6 +152,18 @@ func TestEndpointsHTTP(t *testing.T) {
 		{"cache beta", a.keyB, "/v1/cache?from=2026-10-05&to=2026-10-06", func(b map[string]any) bool {
 			return len(b["rows"].([]any)) == 0
 		}},
+		// Minutes at a 5-minute step: acme's attempts all began at 10:00, in one group; with
+		// attempts=true each group says its calls by number of attempts.
+		{"summary by minute", a.keyA, "/v1/summary?group_by=minute&step=5m&attempts=true&from=2026-10-05T10:00:00Z&to=2026-10-05T11:00:00Z",
+			func(b map[string]any) bool {
+				g := b["groups"].([]any)
+				return len(g) == 1 && g[0].(map[string]any)["key"].(map[string]any)["minute"] == "2026-10-05T10:00:00Z" &&
+					g[0].(map[string]any)["calls_by_attempts"] != nil
+			}},
+		// No incident in acme's quiet ledger; the answer echoes its range.
+		{"incidents acme", a.keyA, "/v1/incidents?from=2026-10-05&to=2026-10-06", func(b map[string]any) bool {
+			return len(b["incidents"].([]any)) == 0 && b["from"] == "2026-10-05T00:00:00Z"
+		}},
 	}
 	for _, c := range cases {
 		code, body := a.get(c.key, c.path)
@@ -184,6 +196,11 @@ func TestBadParametersHTTP(t *testing.T) {
 		{"/v1/cache?min_calls=0", 400, "min_calls"},                         // below 1
 		{"/v1/cache?min_calls=ten", 400, "min_calls"},                       // not a number
 		{"/v1/cache?to=2026-10-05T00:00:00", 400, "to"},                     // no offset
+		{"/v1/summary?group_by=minute&step=2m", 400, "step"},                // only 1m or 5m
+		{"/v1/summary?group_by=hour&step=5m", 400, "step"},                  // step is for minutes
+		{"/v1/summary?attempts=maybe", 400, "attempts"},                     // not a boolean
+		{"/v1/incidents?from=2026-01-01&to=2026-03-01", 400, "from"},        // longer than 31 days
+		{"/v1/incidents?group_by=day", 400, "group_by"},                     // not an incidents parameter
 	}
 	for _, c := range cases {
 		code, body := a.get(a.keyA, c.path)
@@ -200,7 +217,7 @@ func TestBadParametersHTTP(t *testing.T) {
 			t.Errorf("GET /v1/summary with five bad parameters: %d %q, want 400 naming %q", code, msg, p)
 		}
 	}
-	for _, path := range []string{"/v1/summary", "/v1/projection", "/v1/cache"} {
+	for _, path := range []string{"/v1/summary", "/v1/projection", "/v1/cache", "/v1/incidents"} {
 		if code, _ := a.get("", path); code != http.StatusUnauthorized {
 			t.Errorf("GET %s without a key: %d, want 401", path, code)
 		}

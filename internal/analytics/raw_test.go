@@ -47,6 +47,7 @@ var rawKeys = map[string]string{
 	"day,service": `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.service`,
 	"day,tenant":  `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.tenant`,
 	"tenant":      `s.tenant`,
+	"minute5":     `date_bin('5 minutes', a.started_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')::text`,
 }
 
 func rawSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location, groupBy string) (map[string]rawGroup, error) {
@@ -172,4 +173,46 @@ func rawCache(ctx context.Context, pool *pgxpool.Pool, project int64, from, to t
 
 func cacheKey(svc, op, prov, model string, fallback bool, hash string) string {
 	return fmt.Sprintf("%s|%s|%s|%s|%v|%s", svc, op, prov, model, fallback, hash)
+}
+
+// The raw statements of the incidents question over [$2, $3): the minutes of each model (calls,
+// failures, answers, fallbacks, cost), each hour's spend from $4 (the week before, for the usual
+// spend), and each model's cache use per hour from $4.
+const (
+	rawIncidentMinutesSQL = `SELECT date_trunc('minute', a.started_at, 'UTC'), s.provider, s.model, a.fallback, s.fallback_from,
+			count(*), count(*) FILTER (WHERE a.attempt_no = 1), count(*) FILTER (WHERE a.status = 'error'),
+			count(*) FILTER (WHERE a.status = 'ok'), coalesce(sum(a.cost_nanos), 0)::int8,
+			coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8
+		FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+		WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3 AND $4::timestamptz IS NOT NULL
+		GROUP BY 1, 2, 3, 4, 5`
+	rawHourlySpendSQL = `SELECT date_trunc('hour', started_at, 'UTC'), coalesce(sum(cost_nanos), 0)::int8,
+			count(*) FILTER (WHERE attempt_no = 1)
+		FROM attempts WHERE project_id = $1 AND started_at >= $4 AND started_at < $3 AND $2::timestamptz IS NOT NULL GROUP BY 1`
+	rawCacheHoursSQL = `SELECT s.service, s.operation, s.provider, s.model, a.fallback, date_trunc('hour', a.started_at, 'UTC'),
+			count(*), count(*) FILTER (WHERE a.cache_write_tokens > 0), count(*) FILTER (WHERE a.cache_read_tokens > 0),
+			coalesce(sum(a.cost_nanos), 0)::int8, coalesce(sum(a.nocache_cost_nanos), 0)::int8
+		FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+		WHERE a.project_id = $1 AND a.started_at >= $4 AND a.started_at < $3 AND $2::timestamptz IS NOT NULL
+			AND (a.cache_write_tokens > 0 OR a.cache_read_tokens > 0 OR a.prompt_hash IS NOT NULL)
+		GROUP BY 1, 2, 3, 4, 5, 6`
+)
+
+// rawIncidents reads what incidents are detected from, from the raw attempts only: the question
+// of GET /v1/incidents over [from, to) without rollups. It returns the rows read.
+func rawIncidents(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time) (int, error) {
+	n := 0
+	for _, q := range []string{rawIncidentMinutesSQL, rawHourlySpendSQL, rawCacheHoursSQL} {
+		rows, err := pool.Query(ctx, q, project, from, to, from.AddDate(0, 0, -7))
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // The dimensions Summary groups by. Day is the local day in the Service's timezone, hour the UTC
-// hour; at most one of the two.
+// hour, minute the UTC minute (or the Filter's Step of minutes); at most one of the three.
 const (
 	ByModel     = "model"
 	ByService   = "service"
@@ -27,17 +27,28 @@ const (
 	ByProvider  = "provider"
 	ByDay       = "day"
 	ByHour      = "hour"
+	ByMinute    = "minute"
 )
 
 // dimSQL is the whitelist of group-by columns: each dimension's column, of the series but for day
 // and hour, which are the rollup rows'. No other text from a request reaches a statement.
 var dimSQL = map[string]string{
 	ByModel: "model", ByService: "service", ByOperation: "operation", ByTenant: "tenant",
-	ByProvider: "provider", ByDay: "day", ByHour: "hour",
+	ByProvider: "provider", ByDay: "day", ByHour: "hour", ByMinute: "minute",
 }
+
+// timeDim tells whether d is a dimension of time, read from the rows rather than their series.
+func timeDim(d string) bool { return d == ByDay || d == ByHour || d == ByMinute }
 
 // MaxHourRange is the longest range a summary grouped by hour may span.
 const MaxHourRange = 31 * 24 * time.Hour
+
+// MaxMinuteRange is the longest range a summary grouped by minute may span: minutes are counted
+// from the raw attempts (rollup.RawRowsSQL), which a few hours of keep fast to read.
+const MaxMinuteRange = 24 * time.Hour
+
+// Steps a summary grouped by minute may take (Filter.Step): 1 or 5 minutes.
+var minuteSteps = []time.Duration{time.Minute, 5 * time.Minute}
 
 // Summary is the answer to "what did these attempts cost and how reliable were they", in total and
 // per group. From and To are the effective range, rounded outward to whole hours.
@@ -79,6 +90,7 @@ type Group struct {
 type Key struct {
 	Day          string     `json:"day,omitempty"`
 	Hour         *time.Time `json:"hour,omitempty"`
+	Minute       *time.Time `json:"minute,omitempty"`
 	Service      *string    `json:"service,omitempty"`
 	Operation    *string    `json:"operation,omitempty"`
 	Tenant       *string    `json:"tenant,omitempty"`
@@ -114,6 +126,10 @@ type Stats struct {
 	WastedUSD            *money.Nanos     `json:"wasted_usd"`
 	LatencyMS            *Latency         `json:"latency_ms"`
 	ClientCostMismatches int64            `json:"client_cost_mismatches"`
+	// CallsByAttempts and MaxAttempts are given when the summary was asked WithAttempts
+	// (attempts.go): the logical calls by their number of attempts, and the most any took.
+	CallsByAttempts []AttemptCount `json:"calls_by_attempts,omitempty"`
+	MaxAttempts     int            `json:"max_attempts,omitempty"`
 }
 
 // Latency is the latency of succeeded attempts in milliseconds: percentiles from the merged
@@ -326,6 +342,24 @@ var (
 	rawPlan = narrowPlan(seriesCols, func(cols, where string) string { return rawEdges(cols, where, seriesCols) }, true)
 )
 
+// byMinute reads the raw attempts of the range, counted per @step-minute bucket with the rollups'
+// expressions (rollup.RawRowsSQL), with their series s: it answers summaries grouped by minute.
+var byMinute = func() plan {
+	bucket, where := rollup.MinuteBucketSQL("@step::interval"), "project_id = @project AND started_at >= @raw_from AND started_at < @raw_to"
+	src := rollup.RawRowsSQL(bucket, where)
+	return plan{
+		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
+	FROM (` + src + `) r
+	JOIN series s ON s.project_id = @project AND s.id = r.series_id
+	WHERE ` + seriesFilter + `
+	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
+		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
+	FROM (` + rollup.RawHistSQL(bucket, where) + `) r
+	JOIN series s ON s.project_id = @project AND s.id = r.series_id
+	WHERE ` + seriesFilter,
+	}
+}()
+
 // seriesAlias is where the plan's series columns are read: the narrow rollup itself (r), or the
 // series dictionary joined to rollup_daily (s).
 func (p plan) seriesAlias() string {
@@ -339,9 +373,12 @@ func (p plan) seriesAlias() string {
 // grouping and the filter name, else bySeries, which keeps every series column but the tenant,
 // else the raw attempts.
 func planFor(g grouping, f Filter) plan {
+	if g.minute {
+		return byMinute
+	}
 	var need []string
 	for _, d := range g.dims {
-		if d != ByDay && d != ByHour {
+		if !timeDim(d) {
 			need = append(need, dimSQL[d])
 		}
 	}
@@ -447,6 +484,37 @@ func (s *Service) window(from, to time.Time, hourly bool) (time.Time, time.Time,
 	return from, to, nil
 }
 
+// minuteArgs are the effective range of a summary grouped by minute (f's range rounded outward to
+// whole steps; the last hour by default) and the parameters of byMinute.
+func (s *Service) minuteArgs(f Filter) (from, to time.Time, args pgx.NamedArgs, err error) {
+	step := f.Step
+	if step == 0 {
+		step = time.Minute
+	}
+	if !slices.Contains(minuteSteps, step) {
+		return from, to, nil, badParam("step", "want 1m or 5m")
+	}
+	to = f.To
+	if to.IsZero() {
+		to = s.now()
+	}
+	from = f.From
+	if from.IsZero() {
+		from = to.Add(-time.Hour)
+	}
+	from, to = from.UTC().Truncate(step), to.UTC().Add(step-time.Nanosecond).Truncate(step)
+	if !from.Before(to) {
+		return from, to, nil, badParam("to", "must be after from")
+	}
+	if to.Sub(from) > MaxMinuteRange {
+		return from, to, nil, badParam("group_by", "minute needs a range of at most %d hours", int(MaxMinuteRange/time.Hour))
+	}
+	args = filterArgs(f)
+	args["project"], args["raw_from"], args["raw_to"], args["step"] = f.ProjectID, from, to,
+		fmt.Sprintf("%d minutes", step/time.Minute)
+	return from, to, args, nil
+}
+
 // dayStart tells whether t is the first instant of a local day.
 func (s *Service) dayStart(t time.Time) bool { return dateOf(t, s.tz).start(s.tz).Equal(t) }
 
@@ -471,6 +539,7 @@ type grouping struct {
 	dims     []string
 	fallback bool // model or provider: fallback attempts form their own groups
 	hourly   bool
+	minute   bool
 }
 
 func parseGrouping(dims []string) (grouping, error) {
@@ -478,7 +547,7 @@ func parseGrouping(dims []string) (grouping, error) {
 	seen := map[string]bool{}
 	for _, d := range dims {
 		if _, ok := dimSQL[d]; !ok {
-			return g, badParam("group_by", "unknown dimension %q: want model, service, operation, tenant, provider, day or hour", truncate(d))
+			return g, badParam("group_by", "unknown dimension %q: want model, service, operation, tenant, provider, day, hour or minute", truncate(d))
 		}
 		if seen[d] {
 			return g, badParam("group_by", "%s given twice", d)
@@ -486,11 +555,12 @@ func parseGrouping(dims []string) (grouping, error) {
 		seen[d] = true
 		g.dims = append(g.dims, d)
 	}
-	if seen[ByDay] && seen[ByHour] {
-		return g, badParam("group_by", "day and hour cannot be combined")
+	if n := boolInt(seen[ByDay]) + boolInt(seen[ByHour]) + boolInt(seen[ByMinute]); n > 1 {
+		return g, badParam("group_by", "day, hour and minute cannot be combined")
 	}
 	g.fallback = seen[ByModel] || seen[ByProvider]
 	g.hourly = seen[ByHour]
+	g.minute = seen[ByMinute]
 	return g, nil
 }
 
@@ -500,7 +570,7 @@ func (g grouping) columns(series string) string {
 	var b strings.Builder
 	for _, d := range g.dims {
 		from := series
-		if d == ByDay || d == ByHour {
+		if timeDim(d) {
 			from = "r"
 		}
 		b.WriteString(from + "." + dimSQL[d] + ", ")
@@ -520,7 +590,7 @@ func (g grouping) scanTargets() ([]any, func(fallback bool) gkey) {
 		dst   []any
 	)
 	for i, d := range g.dims {
-		if d == ByDay || d == ByHour {
+		if timeDim(d) {
 			dst = append(dst, &times[i])
 		} else {
 			dst = append(dst, &str[i])
@@ -545,7 +615,7 @@ func (g grouping) scanTargets() ([]any, func(fallback bool) gkey) {
 				k.provider = str[i]
 			case ByDay:
 				k.day = date{times[i].Year(), times[i].Month(), times[i].Day()}
-			case ByHour:
+			case ByHour, ByMinute:
 				k.hour = times[i].Unix()
 			}
 		}
@@ -576,6 +646,9 @@ func (g grouping) key(k gkey, tz *time.Location) Key {
 		case ByHour:
 			h := time.Unix(k.hour, 0).In(tz)
 			out.Hour = &h
+		case ByMinute:
+			m := time.Unix(k.hour, 0).In(tz)
+			out.Minute = &m
 		}
 	}
 	if g.fallback {
@@ -604,7 +677,7 @@ func (g grouping) compare(a, b gkey) int {
 			c = strings.Compare(a.provider, b.provider)
 		case ByDay:
 			c = a.day.civil().Compare(b.day.civil())
-		case ByHour:
+		case ByHour, ByMinute:
 			c = cmp.Compare(a.hour, b.hour)
 		}
 		if c != 0 {
@@ -746,16 +819,30 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 	if err != nil {
 		return Summary{}, err
 	}
-	from, to, err := s.window(f.From, f.To, g.hourly)
-	if err != nil {
-		return Summary{}, err
-	}
-	if g.hourly && to.Sub(from) > MaxHourRange {
-		return Summary{}, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
-	}
-	// The sums and the latency histograms are read at once, on two connections.
 	p := choose(g, f)
-	args := s.args(f, s.split(from, to, g.hourly || p.raw))
+	var from, to time.Time
+	var args pgx.NamedArgs
+	if g.minute {
+		if from, to, args, err = s.minuteArgs(f); err != nil {
+			return Summary{}, err
+		}
+	} else {
+		if from, to, err = s.window(f.From, f.To, g.hourly); err != nil {
+			return Summary{}, err
+		}
+		if g.hourly && to.Sub(from) > MaxHourRange {
+			return Summary{}, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
+		}
+		args = s.args(f, s.split(from, to, g.hourly || p.raw))
+	}
+	if f.WithAttempts {
+		args["raw_from"], args["raw_to"], args["tz"] = from, to, s.tz.String()
+		if _, ok := args["step"]; !ok {
+			args["step"] = "1 minutes"
+		}
+	}
+	// The sums and the latency histograms (and the attempt numbers) are read at once, on two (three)
+	// connections.
 	var (
 		groups map[gkey]*acc
 		hists  map[gkey]*histogram
@@ -770,6 +857,13 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		hists, err = s.latencies(ectx, g, fmt.Sprintf(p.latency, g.columns(series)), args)
 		return err
 	})
+	var numbers map[gkey]map[int]int64
+	if f.WithAttempts {
+		eg.Go(func() (err error) {
+			numbers, err = s.attemptNumbers(ectx, g, args)
+			return err
+		})
+	}
 	if err := eg.Wait(); err != nil {
 		return Summary{}, err
 	}
@@ -788,10 +882,49 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 	slices.SortFunc(keys, g.compare)
 	out := Summary{From: from.In(s.tz), To: to.In(s.tz), Timezone: s.tz.String(), GroupBy: g.dims,
 		Total: total.stats(), Groups: make([]Group, 0, len(keys))}
+	if f.WithAttempts {
+		all := map[int]int64{}
+		for _, byNo := range numbers {
+			for no, n := range byNo {
+				all[no] += n
+			}
+		}
+		out.Total.CallsByAttempts, out.Total.MaxAttempts = callsByAttempts(all)
+	}
 	if len(g.dims) > 0 {
 		for _, k := range keys {
-			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: groups[k].stats()})
+			st := groups[k].stats()
+			if f.WithAttempts {
+				st.CallsByAttempts, st.MaxAttempts = callsByAttempts(numbers[k])
+			}
+			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: st})
 		}
+	}
+	return out, nil
+}
+
+// sumsOnly is Summary's groups without their latencies (LatencyMS nil), which it does not read:
+// for callers that want the counts of many groups, as incident detection does.
+func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]Group, error) {
+	g, err := parseGrouping(groupBy)
+	if err != nil {
+		return nil, err
+	}
+	from, to, err := s.window(f.From, f.To, g.hourly)
+	if err != nil {
+		return nil, err
+	}
+	if g.hourly && to.Sub(from) > MaxHourRange {
+		return nil, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
+	}
+	p := planFor(g, f)
+	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Group, 0, len(groups))
+	for k, a := range groups {
+		out = append(out, Group{Key: g.key(k, s.tz), Stats: a.stats()})
 	}
 	return out, nil
 }

@@ -1,7 +1,8 @@
 // ledgerd dashboard charts. Each <div class="plot" data-chart="NAME"> is drawn with uPlot from the
 // JSON in <script type="application/json" id="NAME-data">, which the server rendered:
 //   {kind: "bars"|"lines", stacked: bool, unit: "usd"|"ratio"|"percent"|"count", tz: "Area/City",
-//    step: seconds between points, x: [unix seconds], series: [{label, values: [number|null],
+//    step: seconds between points, from, to: the range shown [from, to) in unix seconds (the
+//    x-axis; each point covers [x, x + step)), x: [unix seconds], series: [{label, values: [number|null],
 //    text: ["$1.23", ...], join: bool (dashed, across gaps: a projection)}]}
 // Legend values show the server's own text for each point (money is formatted on the server, from
 // exact amounts); the plotted heights are only a picture of them. The tables under each chart carry
@@ -56,12 +57,14 @@
 			value: function (u, v) { return v == null ? "" : when.format(new Date(v * 1e3)); }
 		}];
 		var acc = new Array(n).fill(0);
+		var top = 0; // the largest value drawn, for the value axis
 		spec.series.forEach(function (s, i) {
 			var vals = s.values.map(function (v) { return v == null ? null : Number(v); });
 			if (spec.stacked) {
 				acc = acc.map(function (a, j) { return a + (vals[j] || 0); });
 				vals = acc.slice();
 			}
+			vals.forEach(function (v) { if (v != null && v > top) top = v; });
 			var color = palette[i % palette.length];
 			data.push(vals);
 			series.push({
@@ -72,7 +75,7 @@
 				spanGaps: !!s.join,
 				dash: s.join ? [6, 4] : undefined,
 				points: { show: !bars && n < 40, size: 4 },
-				paths: bars ? uPlot.paths.bars({ size: [0.75, 48], align: 0 }) : undefined,
+				paths: bars ? uPlot.paths.bars({ size: [0.75, 48], align: 1 }) : undefined,
 				value: function (u, v, si, idx) {
 					if (idx == null) return "";
 					return s.text ? s.text[idx] : (v == null ? "–" : String(v));
@@ -85,6 +88,11 @@
 			series = [series[0]].concat(series.slice(1).reverse());
 		}
 		var step = spec.step || 86400;
+		// The x-axis is the range asked, never what uPlot would make of the data: with one point
+		// (a one-day range by day) its own guess spans years. Bars start at their point.
+		var from = spec.from || spec.x[0];
+		var to = spec.to || spec.x[n - 1] + step;
+		var yMax = top > 0 ? top * 1.1 : 1;
 		return {
 			opts: {
 				width: Math.max(200, el.clientWidth),
@@ -93,13 +101,14 @@
 				legend: { live: true },
 				cursor: { points: { show: !bars } },
 				scales: {
-					x: { time: true, range: function (u, min, max) { return [min - step / 2, max + step / 2]; } },
-					y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } }
+					x: { time: true, auto: false, range: function () { return [from, to]; } },
+					y: { auto: false, range: function () { return [0, yMax]; } }
 				},
 				axes: [{}, { values: axisValues(spec.unit), size: 72, incrs: spec.unit === "count" ? counts : undefined }],
 				tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), spec.tz); }
 			},
-			data: data
+			data: data,
+			top: top
 		};
 	}
 
@@ -119,7 +128,7 @@
 			if (!src) return;
 			var spec = JSON.parse(src.textContent);
 			el.textContent = "";
-			if (spec.x.length === 0 || spec.series.length === 0) {
+			if (spec.x.length === 0 || !spec.series || spec.series.length === 0) {
 				var p = document.createElement("p");
 				p.className = "empty";
 				p.textContent = "Nothing to chart in this range.";
@@ -128,8 +137,17 @@
 				return;
 			}
 			var c = build(el, spec);
+			// Once drawn, the chart says what it drew, for the browser tests: the points, the axes'
+			// bounds and the largest value.
+			c.opts.hooks = { draw: [function (u) {
+				el.dataset.points = String(spec.x.length);
+				el.dataset.xMin = String(u.scales.x.min);
+				el.dataset.xMax = String(u.scales.x.max);
+				el.dataset.yMax = String(u.scales.y.max);
+				el.dataset.top = String(c.top);
+				el.dataset.drawn = "true";
+			}] };
 			plots.push({ el: el, plot: new uPlot(c.opts, c.data, el) });
-			el.dataset.drawn = "true";
 		});
 	}
 

@@ -1,0 +1,375 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ledgerd/ledgerd/money"
+)
+
+// modelMinutesSQL counts the raw attempts of the windows [@los[i], @his[i]) per UTC minute, provider, model,
+// fallback flag and the model a fallback stood in for: attempts, first attempts (calls), failed
+// attempts (status error), answers (status ok), the cost of the priced attempts, that of the
+// priced attempts that gave no answer, and the unpriced attempts. Each window is read by its own
+// range scan of the (project_id, started_at) index: OFFSET 0 keeps the planner from flattening
+// the windows into one scan of every attempt.
+const modelMinutesSQL = `SELECT date_trunc('minute', a.started_at, 'UTC'), s.provider, s.model, a.fallback, s.fallback_from,
+		count(*), count(*) FILTER (WHERE a.attempt_no = 1), count(*) FILTER (WHERE a.status = 'error'),
+		count(*) FILTER (WHERE a.status = 'ok'), coalesce(sum(a.cost_nanos), 0)::int8,
+		coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8, count(*) FILTER (WHERE a.cost_nanos IS NULL)
+	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
+	CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.project_id = @project AND a.started_at >= w.lo AND a.started_at < w.hi
+		OFFSET 0) a
+	JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
+
+// recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @untils, @providers,
+// @models), per RecoveryWindow (@window seconds) from its end up to its until, the logical calls of
+// its model that began in it (their first attempt) and how many of them got an answer, from the
+// model or a fallback standing in for it. Each incident's attempts are read by their own range
+// scan (OFFSET 0, as in modelMinutesSQL).
+const recoverySQL = `WITH c AS (
+		SELECT w.i, w.e, a.request_id, min(a.started_at) FILTER (WHERE a.attempt_no = 1 AND NOT a.fallback) AS t0,
+			bool_or(a.status = 'ok') AS ok
+		FROM unnest(@idx::int4[], @ends::timestamptz[], @untils::timestamptz[], @providers::text[], @models::text[]) w(i, e, u, provider, model)
+		CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.project_id = @project AND a.started_at >= w.e AND a.started_at < w.u
+			OFFSET 0) a
+		JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+		WHERE (s.provider = w.provider AND s.model = w.model AND NOT a.fallback) OR (a.fallback AND s.fallback_from = w.model)
+		GROUP BY 1, 2, 3
+	)
+	SELECT i, floor(extract(epoch FROM t0 - e) / @window)::int8, count(*), count(*) FILTER (WHERE ok)
+	FROM c WHERE t0 IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2`
+
+// hourlyModels is the hourly summary of [from, to) by provider and model (fallback traffic apart),
+// read in ranges Summary allows.
+func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time.Time) ([]Group, error) {
+	var out []Group
+	for a := from; a.Before(to); a = a.Add(MaxHourRange) {
+		b := a.Add(MaxHourRange)
+		if b.After(to) {
+			b = to
+		}
+		groups, err := s.sumsOnly(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour, ByProvider, ByModel)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, groups...)
+	}
+	return out, nil
+}
+
+// candidates are the windows of raw attempts worth reading minute by minute, found from the
+// hourly rollups, and each model's error rate over all the hours (its baseline). An hour is a
+// candidate for a model when its error rate passes a sixth of the way from the baseline to the
+// model's threshold, when its attempts per call pass a sixth of the way from 1 to StormAttempts,
+// or when it holds MinFallbacks fallback answers for the model: what a ten-minute incident leaves
+// in an hour of steady traffic. Each candidate hour is read with the hours on either side, so a
+// period that crosses into them is read whole.
+func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]float64) {
+	type tally struct{ attempts, failed int64 }
+	totals := map[string]*tally{}
+	for _, g := range hours {
+		if *g.Key.Fallback {
+			continue
+		}
+		t := totals[*g.Key.Model]
+		if t == nil {
+			t = &tally{}
+			totals[*g.Key.Model] = t
+		}
+		t.attempts += g.Attempts
+		for _, n := range g.Errors {
+			t.failed += n
+		}
+	}
+	baseline := map[string]float64{}
+	for m, t := range totals {
+		if t.attempts > 0 {
+			baseline[m] = float64(t.failed) / float64(t.attempts)
+		}
+	}
+	hot := map[int64]bool{}
+	for _, g := range hours {
+		h := g.Key.Hour.Unix()
+		if *g.Key.Fallback {
+			if fb := g.Succeeded; fb >= p.MinFallbacks {
+				hot[h] = true
+			}
+			continue
+		}
+		b := baseline[*g.Key.Model]
+		cut := b + (max(p.ErrorFloor, p.ErrorFactor*b)-b)/6
+		var failed int64
+		for _, n := range g.Errors {
+			failed += n
+		}
+		if g.Attempts > 0 && failed > 0 && float64(failed) >= cut*float64(g.Attempts) ||
+			g.Requests > 0 && float64(g.Attempts) >= (1+(p.StormAttempts-1)/6)*float64(g.Requests) {
+			hot[h] = true
+		}
+	}
+	var starts []int64
+	for h := range hot {
+		starts = append(starts, h)
+	}
+	slices.Sort(starts)
+	var out [][2]time.Time
+	for _, h := range starts {
+		lo, hi := time.Unix(h-3600, 0).UTC(), time.Unix(h+7200, 0).UTC()
+		if n := len(out); n > 0 && !lo.After(out[n-1][1]) {
+			out[n-1][1] = hi
+			continue
+		}
+		out = append(out, [2]time.Time{lo, hi})
+	}
+	return out, baseline
+}
+
+// modelKey is a model as incidents scope it.
+type modelKey struct{ provider, model string }
+
+// minuteCounts are a model's counts in one minute: its own attempts', and those of the fallback
+// attempts that stood in for it.
+type minuteCounts struct {
+	attempts, calls, failed, ok, cost, wasted, unpriced int64
+	fbAttempts, fbOK, fbCost, fbWasted, fbUnpriced      int64
+}
+
+func (c *minuteCounts) add(o minuteCounts) {
+	c.attempts += o.attempts
+	c.calls += o.calls
+	c.failed += o.failed
+	c.ok += o.ok
+	c.cost += o.cost
+	c.wasted += o.wasted
+	c.unpriced += o.unpriced
+	c.fbAttempts += o.fbAttempts
+	c.fbOK += o.fbOK
+	c.fbCost += o.fbCost
+	c.fbWasted += o.fbWasted
+	c.fbUnpriced += o.fbUnpriced
+}
+
+// perCall is the attempts per call, own and fallback together; 0 without calls.
+func (c minuteCounts) perCall() float64 {
+	if c.calls == 0 {
+		return 0
+	}
+	return float64(c.attempts+c.fbAttempts) / float64(c.calls)
+}
+
+// modelIncidents detects the error spikes, retry storms and fallback surges that overlap
+// [from, to), reading an hour before from (to find where they began) and up to RecoveryLimit after
+// to, but never past now.
+func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
+	readFrom, readTo := from.Add(-time.Hour), to.Add(p.RecoveryLimit)
+	if readTo.After(now) {
+		readTo = now
+	}
+	hours, err := s.hourlyModels(ctx, project, readFrom, readTo)
+	if err != nil {
+		return nil, err
+	}
+	windows, baseline := candidates(hours, p)
+	for i := range windows {
+		if windows[i][0].Before(readFrom) {
+			windows[i][0] = readFrom
+		}
+		if windows[i][1].After(readTo) {
+			windows[i][1] = readTo
+		}
+	}
+	minutes := map[modelKey]map[int64]*minuteCounts{}
+	providerOf := map[string]string{}
+	var (
+		at                   time.Time
+		provider, model, fbf string
+		fallback             bool
+		c                    minuteCounts
+	)
+	type fbRow struct {
+		minute int64
+		model  string
+		c      minuteCounts
+	}
+	var fbRows []fbRow
+	los, his := make([]time.Time, len(windows)), make([]time.Time, len(windows))
+	for i, w := range windows {
+		los[i], his[i] = w[0], w[1]
+	}
+	if len(windows) > 0 {
+		args := map[string]any{"project": project, "los": los, "his": his}
+		err = s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
+			&c.attempts, &c.calls, &c.failed, &c.ok, &c.cost, &c.wasted, &c.unpriced}, func() error {
+			m := at.Unix()
+			if fallback {
+				// A fallback attempt counts for the model it stood in for, found below.
+				fbRows = append(fbRows, fbRow{m, fbf, minuteCounts{fbAttempts: c.attempts, fbOK: c.ok, fbCost: c.cost,
+					fbWasted: c.wasted, fbUnpriced: c.unpriced}})
+				return nil
+			}
+			providerOf[model] = provider
+			k := modelKey{provider, model}
+			if minutes[k] == nil {
+				minutes[k] = map[int64]*minuteCounts{}
+			}
+			if minutes[k][m] == nil {
+				minutes[k][m] = &minuteCounts{}
+			}
+			minutes[k][m].add(c)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("incidents: %w", err)
+	}
+	for _, r := range fbRows {
+		if r.model == "" {
+			continue
+		}
+		k := modelKey{providerOf[r.model], r.model}
+		if minutes[k] == nil {
+			minutes[k] = map[int64]*minuteCounts{}
+		}
+		if minutes[k][r.minute] == nil {
+			minutes[k][r.minute] = &minuteCounts{}
+		}
+		minutes[k][r.minute].add(r.c)
+	}
+	var out []Incident
+	for k, byMinute := range minutes {
+		for _, in := range detectModel(k, byMinute, baseline[k.model], readTo, p) {
+			if !overlaps(in.StartedAt, in.EndedAt, from, to) {
+				continue
+			}
+			out = append(out, in)
+		}
+	}
+	if err := s.recoveries(ctx, project, out, now, p); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// detectModel finds a model's incidents in its minutes (Unix seconds of each minute), read up to
+// end, baseline being its error rate over the whole window.
+func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64, end time.Time, p IncidentParams) []Incident {
+	keys := make([]int64, 0, len(byMinute))
+	for m := range byMinute {
+		keys = append(keys, m)
+	}
+	slices.Sort(keys)
+	threshold := max(p.ErrorFloor, p.ErrorFactor*baseline)
+	troubled := func(c *minuteCounts) bool {
+		return c.failed > 0 && float64(c.failed) >= threshold*float64(c.attempts) ||
+			c.calls > 0 && c.perCall() >= p.StormAttempts || c.fbOK > 0
+	}
+	gap := int64(p.Gap / time.Second)
+	var out []Incident
+	var (
+		start, last int64
+		sum         minuteCounts
+		open        bool
+	)
+	flush := func() {
+		if !open {
+			return
+		}
+		open = false
+		kind := ""
+		extra := sum.attempts + sum.fbAttempts - sum.calls
+		switch {
+		case sum.calls > 0 && sum.perCall() >= p.StormAttempts && extra >= p.MinExtra &&
+			float64(sum.ok) >= p.StormAnswered*float64(sum.calls):
+			kind = KindRetryStorm
+		case sum.failed >= p.MinFailed && float64(sum.failed) >= threshold*float64(sum.attempts):
+			kind = KindErrorSpike
+		case sum.fbOK >= p.MinFallbacks:
+			kind = KindFallbackSurge
+		default:
+			return
+		}
+		in := Incident{Kind: kind, StartedAt: time.Unix(start, 0).UTC(), Provider: k.provider, Model: k.model,
+			CallsAffected: sum.calls, FallbackAnswers: sum.fbOK, ExtraAttempts: max(extra, 0),
+			FailedCalls: max(sum.calls-sum.ok-sum.fbOK, 0)}
+		if n := sum.attempts + sum.fbAttempts; n > 0 && sum.unpriced+sum.fbUnpriced < n {
+			w := money.Nanos(sum.wasted + sum.fbWasted)
+			in.WastedUSD = &w
+		}
+		// Open while the last troubled minute is less than Gap before the end of what was read.
+		if e := time.Unix(last+60, 0).UTC(); !e.Add(p.Gap).After(end) {
+			in.EndedAt = &e
+		}
+		out = append(out, in)
+	}
+	for _, m := range keys {
+		c := byMinute[m]
+		if !troubled(c) {
+			continue
+		}
+		if open && m-last-60 > gap {
+			flush()
+		}
+		if !open {
+			open, start, sum = true, m, minuteCounts{}
+			// The minutes between troubled ones belong to the period: add them when it goes on.
+		} else {
+			for q := last + 60; q < m; q += 60 {
+				if b, ok := byMinute[q]; ok {
+					sum.add(*b)
+				}
+			}
+		}
+		sum.add(*c)
+		last = m
+	}
+	flush()
+	return out
+}
+
+// recoveries sets the recovery time (RecoverySeconds) of each ended incident of list, looked for
+// up to RecoveryLimit after its end and never past now, with one statement for all.
+func (s *Service) recoveries(ctx context.Context, project int64, list []Incident, now time.Time, p IncidentParams) error {
+	var (
+		idx              []int32
+		ends, untils     []time.Time
+		providers, names []string
+	)
+	for i, in := range list {
+		if in.EndedAt == nil {
+			continue
+		}
+		until := in.EndedAt.Add(p.RecoveryLimit)
+		if until.After(now) {
+			until = now
+		}
+		idx, ends, untils = append(idx, int32(i)), append(ends, *in.EndedAt), append(untils, until)
+		providers, names = append(providers, in.Provider), append(names, in.Model)
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	window := int64(p.RecoveryWindow / time.Second)
+	var (
+		i        int32
+		w, calls int64
+		ok       int64
+	)
+	args := map[string]any{"project": project, "idx": idx, "ends": ends, "untils": untils, "providers": providers,
+		"models": names, "window": window}
+	err := s.read(ctx, recoverySQL, args, []any{&i, &w, &calls, &ok}, func() error {
+		in := &list[i]
+		if in.RecoverySeconds == nil && calls > 0 && float64(ok) >= p.RecoveryShare*float64(calls) {
+			sec := w * window
+			in.RecoverySeconds = &sec
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("incident recovery: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package analytics
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/ledgerd/ledgerd/money"
+)
+
+// spendIncidents finds the spend spikes that overlap [from, to): runs of hours whose spend passed
+// SpendFactor times the usual spend of that local hour of the day (the median over the SpendDays
+// days before; days without spend count as nothing spent) by at least MinExtraSpend. The hourly
+// spend comes from Summary by hour, read in ranges it allows.
+func (s *Service) spendIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
+	readFrom := from.AddDate(0, 0, -p.SpendDays)
+	readTo := to
+	if end := now.Truncate(time.Hour).Add(time.Hour); end.Before(readTo) {
+		readTo = end
+	}
+	spend := map[int64]money.Nanos{}
+	calls := map[int64]int64{}
+	for a := readFrom; a.Before(readTo); a = a.Add(MaxHourRange) {
+		b := a.Add(MaxHourRange)
+		if b.After(readTo) {
+			b = readTo
+		}
+		sum, err := s.Summary(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range sum.Groups {
+			spend[g.Key.Hour.Unix()] = costOrZero(g.CostUSD)
+			calls[g.Key.Hour.Unix()] = g.Requests
+		}
+	}
+	var out []Incident
+	var cur *Incident
+	end := func(at time.Time) {
+		if cur != nil {
+			e := at
+			cur.EndedAt = &e
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	for h := from.Truncate(time.Hour); h.Before(readTo); h = h.Add(time.Hour) {
+		usual := s.usualSpend(spend, h, p.SpendDays)
+		got := spend[h.Unix()]
+		if got > usual*money.Nanos(p.SpendFactor) && got-usual >= p.MinExtraSpend {
+			if cur == nil {
+				cur = &Incident{Kind: KindSpendSpike, StartedAt: h}
+				var zero money.Nanos
+				cur.ExtraUSD = &zero
+			}
+			*cur.ExtraUSD += got - usual
+			cur.CallsAffected += calls[h.Unix()]
+			continue
+		}
+		end(h)
+	}
+	if cur != nil {
+		if last := readTo.Add(-time.Hour); now.Before(readTo) && !now.Before(last) {
+			out = append(out, *cur) // the current hour still spikes: open
+		} else {
+			end(readTo)
+		}
+	}
+	return out, nil
+}
+
+// usualSpend is the median spend of the same local hour of the day as h over the days days
+// before it (the lower middle of an even count).
+func (s *Service) usualSpend(spend map[int64]money.Nanos, h time.Time, days int) money.Nanos {
+	v := make([]money.Nanos, 0, days)
+	for d := 1; d <= days; d++ {
+		v = append(v, spend[h.In(s.tz).AddDate(0, 0, -d).Unix()])
+	}
+	slices.Sort(v)
+	return v[(len(v)-1)/2]
+}
+
+// costOrZero is an amount, nil (all unpriced) counted as nothing.
+func costOrZero(c *money.Nanos) money.Nanos {
+	if c == nil {
+		return 0
+	}
+	return *c
+}

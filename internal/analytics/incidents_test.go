@@ -1,0 +1,140 @@
+package analytics_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/money"
+	"github.com/ledgerd/ledgerd/schema"
+)
+
+// incidentLedger is a ledger of 2026-10-05 (UTC) with known incidents, read at 10:46:
+//   - sonnet (services chat and mail, a call every 10 seconds from 09:30) is down from 10:00 to
+//     10:10: each call fails once (100,000 billed) and gpt-4o answers as its fallback. At 10:10:00
+//     one more call fails with no answer; from 10:10:10 every call is answered.
+//   - haiku (service bot, a call every 10 seconds from 10:30) storms from 10:40: each call fails
+//     twice (10,000 billed each) and is answered on its third attempt; still going at 10:46.
+//   - opus's cache (service cachebot) works at 06:00 (1 write, 4 reads), breaks at 07:00 (10
+//     writes), works at 08:00, and breaks again at 09:00 (6 writes) and 10:00 (6 writes).
+//   - a batch call at 09:05 spends $2.00 where nothing was spent the week before.
+func incidentLedger(t *testing.T) (*ledger, int64) {
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	base := day(2026, 10, 5, 0, time.UTC)
+	at := func(h, m, s int) time.Time {
+		return base.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+	}
+	var recs []schema.Attempt
+	n := 0
+	// sonnet
+	for t0 := at(9, 30, 0); t0.Before(at(10, 46, 0)); t0 = t0.Add(10 * time.Second) {
+		n++
+		svc := []string{"chat", "mail"}[n%2]
+		id := fmt.Sprintf("s%d", n)
+		r := newRec(t0, "sonnet").service(svc, "answer").request(id, 1).tokens(1000, 0)
+		switch {
+		case !t0.Before(at(10, 0, 0)) && t0.Before(at(10, 10, 0)):
+			recs = append(recs, r.fail(schema.ErrorServer).done(),
+				newRec(t0.Add(time.Second), "gpt-4o").service(svc, "answer").request(id, 2).tokens(1000, 0).fallback("sonnet").done())
+		case t0.Equal(at(10, 10, 0)):
+			recs = append(recs, r.tokens(0, 0).fail(schema.ErrorServer).done())
+		default:
+			recs = append(recs, r.done())
+		}
+	}
+	// haiku
+	for t0 := at(10, 30, 0); t0.Before(at(10, 46, 0)); t0 = t0.Add(10 * time.Second) {
+		n++
+		id := fmt.Sprintf("h%d", n)
+		if t0.Before(at(10, 40, 0)) {
+			recs = append(recs, newRec(t0, "haiku").service("bot", "reply").request(id, 1).tokens(100, 0).done())
+			continue
+		}
+		for no := 1; no <= 3; no++ {
+			r := newRec(t0.Add(time.Duration(no-1)*time.Second), "haiku").service("bot", "reply").request(id, no).tokens(100, 0)
+			if no < 3 {
+				r = r.fail(schema.ErrorOverloaded)
+			}
+			recs = append(recs, r.done())
+		}
+	}
+	// opus's cache
+	cache := func(h, i int) *rec {
+		return newRec(at(h, i, 0), "opus").service("cachebot", "ask").tokens(200, 100).hash("opus-v1")
+	}
+	for _, h := range []int{6, 8} {
+		recs = append(recs, cache(h, 0).cache(1000, 0).done())
+		for i := 1; i <= 4; i++ {
+			recs = append(recs, cache(h, i).cache(0, 1000).done())
+		}
+	}
+	for _, w := range []struct{ h, n int }{{7, 10}, {9, 6}, {10, 6}} {
+		for i := range w.n {
+			recs = append(recs, cache(w.h, i).cache(1000, 0).done())
+		}
+	}
+	recs = append(recs, newRec(at(9, 5, 0), "sonnet").service("batch", "run").tokens(20_000_000, 0).done())
+	l.add(p, recs...)
+	return l, p
+}
+
+// TestIncidents checks every figure of the incidents of incidentLedger.
+func TestIncidents(t *testing.T) {
+	t.Parallel()
+	l, p := incidentLedger(t)
+	now := time.Date(2026, 10, 5, 10, 46, 0, 0, time.UTC)
+	s := l.service(now)
+	got, err := s.Incidents(context.Background(), analytics.Filter{ProjectID: p,
+		From: day(2026, 10, 5, 0, time.UTC), To: day(2026, 10, 6, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm := func(h, m int) time.Time { return day(2026, 10, 5, h, time.UTC).Add(time.Duration(m) * time.Minute) }
+	tp := func(t time.Time) *time.Time { return &t }
+	i64 := func(v int64) *int64 { return &v }
+	nn := func(v int64) *money.Nanos { n := money.Nanos(v); return &n }
+	want := []analytics.Incident{
+		// Open: the last troubled minute (10:45) is less than 2 minutes before now. 36 calls took
+		// 3 attempts each; the 72 failed ones billed 10,000 each.
+		{Kind: analytics.KindRetryStorm, StartedAt: hm(10, 40), Provider: "anthropic", Model: "haiku",
+			CallsAffected: 36, ExtraAttempts: 72, WastedUSD: nn(720_000)},
+		// One incident for both services: 60 calls, each failed once (100,000) and answered by the
+		// fallback. Recovered 10 s after the end: the window from 10:10:00 holds the call that got no
+		// answer, the next one only answered calls.
+		{Kind: analytics.KindErrorSpike, StartedAt: hm(10, 0), EndedAt: tp(hm(10, 10)), Provider: "anthropic", Model: "sonnet",
+			CallsAffected: 60, FallbackAnswers: 60, ExtraAttempts: 60, WastedUSD: nn(6_000_000), RecoverySeconds: i64(10)},
+		// Broken again from 09:00, still: 12 writes at 195,000 against the working hours' mean
+		// (10 calls, 2 × 515,000).
+		{Kind: analytics.KindCacheBroken, StartedAt: hm(9, 0), Service: "cachebot", Operation: "ask", Provider: "anthropic",
+			Model: "opus", CallsAffected: 12, ExtraUSD: nn(12*195_000 - 12*1_030_000/10)},
+		// 09:00 spent 2,000,000,000 + 180 calls at 100,000 + 6 cache writes at 195,000; the week
+		// before, nothing.
+		{Kind: analytics.KindSpendSpike, StartedAt: hm(9, 0), EndedAt: tp(hm(10, 0)), CallsAffected: 187,
+			ExtraUSD: nn(2_000_000_000 + 180*100_000 + 6*195_000)},
+		// The first break, healed at 08:00: 10 writes against 06:00's 5 calls.
+		{Kind: analytics.KindCacheBroken, StartedAt: hm(7, 0), EndedAt: tp(hm(8, 0)), Service: "cachebot", Operation: "ask",
+			Provider: "anthropic", Model: "opus", CallsAffected: 10, ExtraUSD: nn(10*195_000 - 10*515_000/5)},
+	}
+	if len(got.Incidents) != len(want) {
+		t.Fatalf("%d incidents, want %d:\n%s", len(got.Incidents), len(want), js(got.Incidents))
+	}
+	for i, w := range want {
+		g := got.Incidents[i]
+		w.ID = g.ID
+		if js(g) != js(w) {
+			t.Errorf("incident %d:\n got %s\nwant %s", i, js(g), js(w))
+		}
+	}
+	// Incidents are listed by start, latest first, then by kind. A range up to 09:00 sees the
+	// first break only.
+	early, err := s.Incidents(context.Background(), analytics.Filter{ProjectID: p, From: hm(0, 0), To: hm(9, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(early.Incidents) != 1 || early.Incidents[0].ID != got.Incidents[4].ID {
+		t.Errorf("up to 09:00: %s, want the first cache break", js(early.Incidents))
+	}
+}

@@ -1,0 +1,38 @@
+package rollup
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Minute questions (a summary grouped by minute, the incidents' minute series) are answered from
+// the raw attempts of short windows, counted with the same expressions as the rollups (Sums), not
+// from a rollup of their own: a window of a few hours is a range scan of the attempts' (project,
+// started_at) index, and the writer pays nothing for it (docs/incidents.md has the measurements).
+
+// MinuteBucketSQL is the start of the step-wide bucket (the SQL interval expression step, a whole
+// number of minutes dividing an hour) an attempt falls in, in UTC.
+func MinuteBucketSQL(step string) string {
+	return "date_bin(" + step + ", started_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')"
+}
+
+// RawRowsSQL is the SELECT of rollup_hourly-shaped rows counted from the raw attempts that where
+// (an SQL condition over attempts) selects, per bucket (an SQL expression, named minute), series,
+// fallback flag, status and error class: the columns series_id, fallback, status, error_class,
+// minute, then each of Sums by its column name.
+func RawRowsSQL(bucket, where string) string {
+	sums := make([]string, len(Sums))
+	for i, s := range Sums {
+		sums[i] = "(" + s.Expr + ")::int8 AS " + s.Col
+	}
+	return fmt.Sprintf(`SELECT series_id, fallback, status, error_class, %s AS minute, %s
+	FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5`, bucket, strings.Join(sums, ", "), where)
+}
+
+// RawHistSQL is the SELECT of the latency histograms of the succeeded attempts that where selects,
+// per bucket (named minute), series and fallback flag: the columns series_id, fallback, minute and
+// latency_hist. Apart from RawRowsSQL, so the sums do not pay for the histograms.
+func RawHistSQL(bucket, where string) string {
+	return fmt.Sprintf(`SELECT series_id, fallback, %s AS minute, %s AS latency_hist
+	FROM attempts WHERE status = 'ok' AND (%s) GROUP BY 1, 2, 3`, bucket, LatencyHistExpr, where)
+}
