@@ -17,12 +17,19 @@ WHERE h.project_id = s.project_id AND h.tenant = '' AND h.service = s.service AN
     AND h.provider = s.provider AND h.model = s.model AND h.fallback_from = s.fallback_from;
 ALTER TABLE series ALTER COLUMN shape_id SET NOT NULL;
 
--- Every new series gets its shape, created when missing; a series without a tenant is its own.
+-- Every new series gets its shape (looked up first: it nearly always exists), created when
+-- missing; a series without a tenant is its own.
 -- +goose StatementBegin
 CREATE FUNCTION series_shape() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.tenant = '' THEN
         NEW.shape_id := NEW.id;
+        RETURN NEW;
+    END IF;
+    SELECT id INTO NEW.shape_id FROM series
+    WHERE project_id = NEW.project_id AND tenant = '' AND service = NEW.service AND operation = NEW.operation
+        AND provider = NEW.provider AND model = NEW.model AND fallback_from = NEW.fallback_from;
+    IF FOUND THEN
         RETURN NEW;
     END IF;
     INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)

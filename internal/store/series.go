@@ -47,24 +47,8 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 			missing = append(missing, keys[i])
 		}
 	}
-	batch := &pgx.Batch{}
-	for _, k := range missing {
-		// DO UPDATE (not DO NOTHING) so the id comes back even when another replica created the
-		// series a moment ago; this runs once per new series per process.
-		batch.Queue(`INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (project_id, tenant, service, operation, provider, model, fallback_from)
-			DO UPDATE SET tenant = excluded.tenant RETURNING id`,
-			k.ProjectID, k.Tenant, k.Service, k.Operation, k.Provider, k.Model, k.FallbackFrom)
-	}
-	br := s.Pool.SendBatch(ctx, batch)
-	defer br.Close()
-	for _, k := range missing {
-		var id int64
-		if err := br.QueryRow().Scan(&id); err != nil {
-			return nil, fmt.Errorf("resolve series: %w", err)
-		}
-		created[k] = id
+	if err := s.createSeries(ctx, missing, created); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	if s.epoch == epoch { // ids looked up across a failover are not kept
@@ -77,6 +61,52 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 		ids[i] = created[keys[i]]
 	}
 	return ids, nil
+}
+
+// createSeriesSQL creates the series of the keys given as arrays that do not exist yet and returns
+// the id of each, in one statement however many keys: a ledger with thousands of tenants meets new
+// series in most commits of a backfill. DO UPDATE (not DO NOTHING) returns the id even when the
+// series exists or another replica created it a moment ago; the keys go in order, so concurrent
+// commits lock existing series in the same order. The series_shape trigger gives each its shape.
+const createSeriesSQL = `INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
+	SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+		AS k(project_id, tenant, service, operation, provider, model, fallback_from)
+	ORDER BY 1, 2, 3, 4, 5, 6, 7
+	ON CONFLICT (project_id, tenant, service, operation, provider, model, fallback_from)
+	DO UPDATE SET tenant = excluded.tenant
+	RETURNING id, project_id, tenant, service, operation, provider, model, fallback_from`
+
+// createSeries creates (or finds) the series of keys, all distinct, and sets each one's id in ids.
+func (s *Store) createSeries(ctx context.Context, keys []SeriesKey, ids map[SeriesKey]int64) error {
+	cols := make([][]string, 6)
+	projects := make([]int64, len(keys))
+	for i, k := range keys {
+		projects[i] = k.ProjectID
+		for c, v := range []string{k.Tenant, k.Service, k.Operation, k.Provider, k.Model, k.FallbackFrom} {
+			cols[c] = append(cols[c], v)
+		}
+	}
+	rows, err := s.Pool.Query(ctx, createSeriesSQL, projects, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+	if err != nil {
+		return fmt.Errorf("resolve series: %w", err)
+	}
+	var (
+		id int64
+		k  SeriesKey
+	)
+	n := 0
+	if _, err := pgx.ForEachRow(rows, []any{&id, &k.ProjectID, &k.Tenant, &k.Service, &k.Operation, &k.Provider, &k.Model,
+		&k.FallbackFrom}, func() error {
+		ids[k] = id
+		n++
+		return nil
+	}); err != nil {
+		return fmt.Errorf("resolve series: %w", err)
+	}
+	if n != len(keys) {
+		return fmt.Errorf("resolve series: %d ids for %d series", n, len(keys))
+	}
+	return nil
 }
 
 // PriceVersion identifies one price of one model from one date, as recorded beside each cost.
