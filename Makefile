@@ -43,8 +43,9 @@ fuzz:
 # bench: ingest against raw COPY in one run (the median of five), 64 one-record clients in
 # process and against the binary (at saturation, then paced at the target's 10,000 records/s; each
 # followed by a bare net/http server under the same client, cmd/loadfloor, for the machine's speed),
-# sustained batched ingest against the binary (live, then a week's backfill), and the analytics
-# endpoints against GROUP BY over raw rows.
+# sustained batched ingest against the binary (live, then a week's backfill), the fold of a
+# many-tenant backlog in chunks against one statement, and the analytics endpoints (the
+# many-tenant ones too) against GROUP BY over raw rows.
 bench:
 	LEDGERD_BENCH_RECORDS=300000 $(GO) test -run '^$$' -bench 'IngestVsCopy' -benchtime 5x ./internal/drills/
 	$(GO) test -run '^$$' -bench 'IngestSingle' -benchtime 1x ./internal/drills/
@@ -52,6 +53,7 @@ bench:
 	RATE=10000 bash scripts/ingest-load.sh 30s 64 1
 	bash scripts/ingest-load.sh 60s 4 1000
 	DAYS=7 bash scripts/ingest-load.sh 90s 4 1000
+	$(GO) test -run '^$$' -bench 'FoldBacklog' -benchtime 1x ./ingest/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/analytics/
 
 # demo: ledgerd on its own embedded database (.ledgerd-demo) with 30 days of synthetic history,

@@ -108,7 +108,8 @@ func or(s, def string) string {
 }
 
 // window is a period ending now, split so that whole UTC hours come from rollup_hourly (or
-// rollup_cache_hourly) and only the ragged edges from the raw attempts table: [lo, flo) and
+// rollup_cache_hourly) and only the ragged edges from the raw attempts table (all of it for rules
+// grouped by tenant, which those rollups do not keep): [lo, flo) and
 // [fhi, hi) are read raw, [flo, fhi) from hour buckets. The result is exact to the microsecond
 // whatever the window, and the raw scan never covers more than two hours.
 type window struct {
@@ -127,6 +128,25 @@ func splitWindow(now time.Time, d time.Duration) window {
 	}
 	return w
 }
+
+// rawWindow is the window read wholly from the raw attempts: for rules grouped by tenant, as the
+// hourly rollups keep series shapes, not tenants (migration 00011).
+func rawWindow(now time.Time, d time.Duration) window {
+	return window{lo: now.Add(-d), flo: now, fhi: now, hi: now}
+}
+
+// windowFor is the window of rule r: split between rollups and raw edges, or all raw when r groups
+// by tenant.
+func windowFor(r *Rule, now time.Time) window {
+	if byTenant(r) {
+		return rawWindow(now, r.Window)
+	}
+	return splitWindow(now, r.Window)
+}
+
+// byTenant tells whether r groups by tenant, which only the raw attempts and the tenant rollups
+// keep.
+func byTenant(r *Rule) bool { return slices.Contains(r.GroupBy, "tenant") }
 
 func (w window) args(projectID int64) []any {
 	return []any{projectID, w.lo, w.flo, w.fhi, w.hi}
@@ -196,13 +216,22 @@ SELECT s.service, s.operation, s.model, s.provider, s.tenant, w.prompt_hash, ` +
 FROM w JOIN series s ON s.project_id = $1 AND s.id = w.series_id
 GROUP BY 1, 2, 3, 4, 5, 6`
 
-// dailySQL sums the local day's spend per series from rollup_daily, whose buckets are dates in
-// the ledger's timezone.
+// dailySQL sums the local day's spend per series shape from rollup_daily, whose buckets are dates
+// in the ledger's timezone.
 const dailySQL = `
 SELECT s.service, s.operation, s.model, s.provider, s.tenant, sum(r.cost_nanos)::int8,
 	sum(r.unpriced_attempts)::int8
 FROM rollup_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id
 WHERE r.project_id = $1 AND r.bucket = $2::date
+GROUP BY 1, 2, 3, 4, 5`
+
+// dailyByTenantSQL is dailySQL per series, tenant included, from the raw attempts of the day
+// [$2, $3): for rules grouped by tenant.
+const dailyByTenantSQL = `
+SELECT s.service, s.operation, s.model, s.provider, s.tenant, coalesce(sum(a.cost_nanos), 0)::int8,
+	count(*) FILTER (WHERE a.cost_nanos IS NULL)
+FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3
 GROUP BY 1, 2, 3, 4, 5`
 
 // evalContext is what a rule evaluation needs besides the rule.
@@ -241,7 +270,7 @@ type retryGroup struct {
 }
 
 func evalRetries(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) {
-	w := splitWindow(ec.now, r.Window)
+	w := windowFor(r, ec.now)
 	rows, err := ec.pool.Query(ctx, retrySQL, w.args(ec.project.ID)...)
 	if err != nil {
 		return nil, fmt.Errorf("count attempts: %w", err)
@@ -347,7 +376,7 @@ type cacheGroup struct {
 }
 
 func evalCache(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) {
-	w := splitWindow(ec.now, r.Window)
+	w := windowFor(r, ec.now)
 	q := cacheBySeriesSQL
 	if slices.Contains(r.GroupBy, "prompt_hash") {
 		q = cacheByPromptSQL
@@ -477,7 +506,11 @@ func project(spend money.Nanos, elapsed, length time.Duration) money.Nanos {
 func evalDaily(ctx context.Context, ec evalContext, r *Rule) ([]sample, error) {
 	start, length := dayBounds(ec.now, ec.tz)
 	elapsed := ec.now.Sub(start)
-	rows, err := ec.pool.Query(ctx, dailySQL, ec.project.ID, start.Format(time.DateOnly))
+	q, args := dailySQL, []any{ec.project.ID, start.Format(time.DateOnly)}
+	if byTenant(r) {
+		q, args = dailyByTenantSQL, []any{ec.project.ID, start, start.Add(length)}
+	}
+	rows, err := ec.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sum daily spend: %w", err)
 	}

@@ -426,3 +426,47 @@ func TestWindowEdges(t *testing.T) {
 		},
 	})
 }
+
+// withTenant sets the tenant of calls.
+func withTenant(tenant string, calls []call) []call {
+	for i := range calls {
+		calls[i].tenant = tenant
+	}
+	return calls
+}
+
+// TestRulesByTenant checks rules grouped by tenant over hours the rollups hold: the rollups keep
+// series shapes without tenants (migration 00011), so these rules read the raw attempts, and a
+// tenant's alert counts that tenant's calls only.
+func TestRulesByTenant(t *testing.T) {
+	t.Parallel()
+	runRuleCases(t, []ruleCase{
+		{
+			// initech spends $60 today, globex $10: only initech is over $50.
+			name: "daily spend", start: t0,
+			rules: "    - {name: tenant-spend, kind: daily_spend, threshold_usd: \"50\", projection: false, group_by: [tenant]}\n",
+			calls: func(t0 time.Time) []call {
+				return append(withTenant("initech", []call{dollars(t0.Add(-3*time.Hour), 60, "")}),
+					withTenant("globex", []call{dollars(t0.Add(-3*time.Hour), 10, "")})...)
+			},
+			steps: []step{{at: 0, want: []string{"tenant-spend:firing"}}},
+			figures: map[string]string{"spend_usd": "60.000000000", "threshold_usd": "50.000000000", "basis": "actual",
+				"day": "2026-10-14", "timezone": "UTC", "day_elapsed": "43%"},
+			labels: map[string]string{"tenant": "initech"},
+		},
+		{
+			// Over a 2-hour window whose whole hour 09:00-10:00 the rollups hold: initech's calls
+			// take 3 attempts, globex's 1; together 2.0, but only initech is over 1.5.
+			name: "attempts per call", start: t0,
+			rules: "    - {name: tenant-retries, kind: attempts_per_call, window: 2h, threshold: 1.5, min_requests: 20, group_by: [tenant]}\n",
+			calls: func(t0 time.Time) []call {
+				at := t0.Add(-80 * time.Minute)
+				return append(withTenant("initech", retries(20, 3, at, "")), withTenant("globex", retries(20, 1, at, ""))...)
+			},
+			steps: []step{{at: 0, want: []string{"tenant-retries:firing"}}},
+			figures: map[string]string{"attempts": "60", "requests": "20", "attempts_per_call": "3.00", "threshold": "1.5",
+				"failed_attempts": "40", "failed_rate_limited": "40", "window": "2h"},
+			labels: map[string]string{"tenant": "initech"},
+		},
+	})
+}

@@ -42,7 +42,6 @@ FROM rollup_hourly r JOIN series s ON s.project_id = r.project_id AND s.id = r.s
 WHERE $__timeFilter(r.bucket) AND r.project_id IN ($project)
   AND ('__all' IN ($service) OR s.service IN ($service))
   AND ('__all' IN ($model) OR s.model IN ($model))
-  AND ('__all' IN ($tenant) OR s.tenant IN ($tenant))
 GROUP BY 1, 2
 ORDER BY 1, 2`
 
@@ -87,7 +86,6 @@ func BenchmarkRollupChoice(b *testing.B) {
 			"project": {values: []string{"1"}},
 			"service": {all: true, allValue: "'__all'"},
 			"model":   {all: true, allValue: "'__all'"},
-			"tenant":  {all: true, allValue: "'__all'"},
 		}}
 		for _, q := range queries {
 			for _, v := range []struct{ name, sql string }{{"shipped", q.shipped}, {"hourly", q.hourly}} {

@@ -7,8 +7,6 @@ var rollupVariables = []Variable{
 		Query: `SELECT DISTINCT service FROM series WHERE project_id IN ($project) ORDER BY 1`},
 	{Name: "model", Label: "Model", AllValue: "'__all'",
 		Query: `SELECT DISTINCT model FROM series WHERE project_id IN ($project) AND ('__all' IN ($service) OR service IN ($service)) ORDER BY 1`},
-	{Name: "tenant", Label: "Tenant", AllValue: "'__all'",
-		Query: `SELECT DISTINCT tenant AS __value, CASE WHEN tenant = '' THEN '(none)' ELSE tenant END AS __text FROM series WHERE project_id IN ($project) ORDER BY 1`},
 }
 
 // The cost dashboard's queries.
@@ -70,10 +68,12 @@ WHERE ` + seriesFilter + `
 GROUP BY 1, 2, 3
 ORDER BY spend DESC, 1, 2, 3`
 
-	spendByTenantSQL = rollupRows + `SELECT CASE WHEN s.tenant = '' THEN '(none)' ELSE s.tenant END AS tenant, sum(r.requests) AS calls,
+	// spendByTenantSQL reads the tenant rollup by model over the local days the range overlaps: the
+	// other rollups keep no tenants. The model variable applies; the service variable cannot.
+	spendByTenantSQL = `SELECT CASE WHEN r.tenant = '' THEN '(none)' ELSE r.tenant END AS tenant, sum(r.requests) AS calls,
   ` + dollars + ` AS spend, ` + perCall + ` AS cost_per_call
-` + fromRows + `
-WHERE ` + seriesFilter + `
+FROM rollup_daily_tenant_model r
+WHERE ` + days + ` AND r.project_id IN ($project) AND ('__all' IN ($model) OR r.model IN ($model))
 GROUP BY 1
 ORDER BY spend DESC, 1
 LIMIT 50`
@@ -113,7 +113,7 @@ func costDashboard() Dashboard {
 				Columns: map[string]string{"spend": "currencyUSD", "cost_per_call": "currencyUSD"},
 				Queries: []Query{{SQL: spendTableSQL, Format: FormatTable}}},
 			{Title: "Spend by tenant", Kind: Table, Width: 8, Height: 10,
-				Description: "The 50 tenants that spent most in the range.",
+				Description: "The 50 tenants that spent most on the days the range overlaps (days in ledgerd's timezone), on the chosen models; the service choice does not apply (tenants are kept by model only).",
 				Columns:     map[string]string{"spend": "currencyUSD", "cost_per_call": "currencyUSD"},
 				Queries:     []Query{{SQL: spendByTenantSQL, Format: FormatTable}}},
 		},

@@ -240,10 +240,10 @@ func TestPanelsRunOnLedger(t *testing.T) {
 		interval string
 		picks    map[string][]string
 	}{
-		{"one day by the hour", day, end, "1h", map[string][]string{"project": {acme}}},                                               // the common view
-		{"30 days by the day", end.AddDate(0, 0, -30), end, "1d", map[string][]string{"project": {acme}}},                             // $__interval of days
-		{"a month by 30 days", end.AddDate(0, -2, 0), end, "30d", map[string][]string{"project": {acme}}},                             // intervals Go prints as 2.592e+06
-		{"one service and tenant", day, end, "1h", map[string][]string{"project": {acme}, "service": {"checkout"}, "tenant": {"t1"}}}, // chosen values, quoted
+		{"one day by the hour", day, end, "1h", map[string][]string{"project": {acme}}},                                                           // the common view
+		{"30 days by the day", end.AddDate(0, 0, -30), end, "1d", map[string][]string{"project": {acme}}},                                         // $__interval of days
+		{"a month by 30 days", end.AddDate(0, -2, 0), end, "30d", map[string][]string{"project": {acme}}},                                         // intervals Go prints as 2.592e+06
+		{"one service and model", day, end, "1h", map[string][]string{"project": {acme}, "service": {"checkout"}, "model": {"claude-haiku-5-5"}}}, // chosen values, quoted
 		{"every project", day, end, "1h", nil}, // All on every variable
 		{"empty range", day.AddDate(-1, 0, 0), day.AddDate(-1, 0, 1), "1h", map[string][]string{"project": {acme}}}, // no rows: NULL or zero, never an error
 	}

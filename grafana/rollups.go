@@ -8,12 +8,12 @@ const (
 	daily  = `FROM rollup_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id`
 	cached = `FROM rollup_cache_hourly r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id`
 
-	// seriesFilter keeps the series the service, model and tenant variables select. Each stands
-	// for everything with '__all' when All is selected, so a project without series yet still
-	// gives a valid query.
+	// seriesFilter keeps the series the service and model variables select. Each stands for
+	// everything with '__all' when All is selected, so a project without series yet still gives a
+	// valid query. There is no tenant variable: the hourly and daily rollups keep series shapes,
+	// not tenants (migration 00011); the tenant table reads the tenant rollup.
 	seriesFilter = `('__all' IN ($service) OR s.service IN ($service))
-  AND ('__all' IN ($model) OR s.model IN ($model))
-  AND ('__all' IN ($tenant) OR s.tenant IN ($tenant))`
+  AND ('__all' IN ($model) OR s.model IN ($model))`
 
 	// filter adds the projects, listed by id so the rollups' primary key (project_id, bucket, ...)
 	// serves the time range.

@@ -135,10 +135,24 @@ func waitFolded(t *testing.T, pool *pgxpool.Pool) {
 	t.Fatal("deltas left pending for 10 s")
 }
 
+// waitCaughtUp reads (Sync) until the writer's rollups count everything it committed, for up to 30
+// s: the folder waits 5 s after a fold gave up on the lock.
+func waitCaughtUp(t *testing.T, w *ingest.Writer) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); w.Behind() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rollups still %v behind after 30 s", w.Behind())
+		}
+		if err := w.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSyncSkipsAndYields checks that Sync folds nothing when nothing was committed since the last
-// fold, and that it gives up, leaving the deltas pending, when another fold (a rollup rebuild, say)
-// holds the lock for over a second, once for all the Syncs waiting meanwhile; the next Sync after
-// the lock is released folds them.
+// fold, and that the fold gives up, leaving the deltas pending, when another fold (a rollup
+// rebuild, say) holds the lock for over a second, once for all the Syncs waiting meanwhile, which
+// answer within their bound; the folder folds them once the lock is released.
 func TestSyncSkipsAndYields(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -185,6 +199,10 @@ func TestSyncSkipsAndYields(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("8 Syncs under a held fold lock took %v, want about a second", took)
 	}
+	// The reads answered after their bound; the fold gives up a second after it began.
+	for deadline := time.Now().Add(5 * time.Second); counter(t, reg, "ledgerd_rollup_fold_failures_total") == 0 &&
+		time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
 	if f := counter(t, reg, "ledgerd_rollup_fold_failures_total"); f != 1 {
 		t.Errorf("%v fold failures, want 1", f)
 	}
@@ -194,9 +212,7 @@ func TestSyncSkipsAndYields(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	waitCaughtUp(t, w)
 	all := append(recs, more...)
 	if got, want := countLedger(t, pool), folded(int64(len(all)), cacheCalls(all)); got != want {
 		t.Errorf("after the lock: %+v, want %+v", got, want)
@@ -273,5 +289,50 @@ func TestFoldVacuums(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no vacuum of every pending table within 10 s of a fold")
 		}
+	}
+}
+
+// TestFoldDrainsBacklog checks that a backlog of many fold chunks drains, one chunk per
+// transaction, while reads wait only their bound for it and are told how far behind the rollups
+// are; once drained, the rollups count every attempt.
+func TestFoldDrainsBacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	pool := dbtest.New(t)
+	st := store.New(pool)
+	// Chunks of 10 pending rows: the backlog below takes over a hundred of them.
+	w := ingest.NewWriter(st, flatPrice, ingest.Options{Registerer: reg, FoldEvery: time.Hour, FoldChunk: 10,
+		ReadWait: 20 * time.Millisecond})
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	p, err := st.EnsureProject(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := variedBatch(4000)
+	if _, err := w.Submit(ctx, p.ID, recs); err != nil {
+		t.Fatal(err)
+	}
+	backlog := countLedger(t, pool).pending
+	if backlog < 1000 {
+		t.Fatalf("%d pending rows, want a backlog of over a hundred chunks", backlog)
+	}
+	// The read gets its answer after its bound, with most of the backlog still pending.
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := countLedger(t, pool); got.pending == 0 || got.hourly == int64(len(recs)) {
+		t.Errorf("after a read's bounded wait: %+v, want the backlog still draining", got)
+	}
+	if w.Behind() <= 0 {
+		t.Errorf("Behind() = %v during the drain, want the lag", w.Behind())
+	}
+	waitCaughtUp(t, w)
+	if got, want := countLedger(t, pool), folded(int64(len(recs)), cacheCalls(recs)); got != want {
+		t.Errorf("after the drain: %+v, want %+v", got, want)
+	}
+	// Each chunk takes up to 10 rows of each of the three pending tables.
+	if chunks := counter(t, reg, "ledgerd_rollup_fold_chunks_total"); chunks < float64(backlog/30) {
+		t.Errorf("%v chunks folded a backlog of %d rows, want at least %d", chunks, backlog, backlog/30)
 	}
 }

@@ -1,8 +1,8 @@
 // Package ingest turns validated attempt records into committed ledger rows. Its Writer coalesces
 // concurrent submissions into large multi-row commits (group commit), skips records already stored,
 // and keeps the rollups exact: each commit adds its rollup deltas to pending tables, and the
-// writer folds them into the rollups (rollup.Fold) a few times a second and whenever a read asks
-// (Sync).
+// writer folds them into the rollups (rollup.FoldChunk), in chunks of bounded size, a few times a
+// second and whenever a read asks (Sync, which waits for it a bounded time).
 //
 // A commit takes one of two paths. The fast path COPYs the batch straight into attempts and, in the
 // same transaction and round trip (copyCommit), COPYs the batch's rollup deltas, summed in Go
@@ -68,8 +68,15 @@ type Options struct {
 	FlushTimeout time.Duration  // bound on one commit, its retries included (10 s)
 	Timezone     *time.Location // local day of daily rollups (UTC)
 	FoldEvery    time.Duration  // how often committed rollup deltas are folded into the rollups (250 ms)
-	Logger       *slog.Logger
-	Registerer   prometheus.Registerer
+	// FoldChunk bounds the pending rows of each table one fold transaction takes
+	// (rollup.DefaultChunk): a backlog of any size drains in steps of about a second.
+	FoldChunk int
+	// ReadWait, when set, bounds how long Sync waits for the fold to catch up before a read: a
+	// read then answers from the rollups as they are, and Behind says how far behind they are.
+	// Zero waits for the fold, bounded only by the read's context.
+	ReadWait   time.Duration
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 	// OnCommit, when set, is called after each successful commit with the records it newly
 	// inserted (never a duplicate), before their submitters are answered. It runs on the flusher
 	// goroutine, so it must be quick, and must not keep the slice.
@@ -99,14 +106,27 @@ type Writer struct {
 	m     metrics
 
 	// committed counts the commits that left rollup deltas pending; folded is its value when the
-	// last successful fold began (atomic, so a read with nothing new to fold does not queue behind a
-	// fold running). foldMu makes folds of this writer take turns; lastFold is when the last one
-	// ended, busySince when one last gave up on the fold lock.
-	committed  atomic.Uint64
-	folded     atomic.Uint64
-	foldMu     sync.Mutex
-	lastFold   time.Time
-	busySince  time.Time
+	// last fold that reached the end of the pending tables began, and caughtUp when it began: every
+	// record this writer committed before caughtUp is in the rollups. Only the folder goroutine
+	// folds (and Close, once it has stopped); foldKick wakes it. Each time a fold ends, or the
+	// folder skips one while another fold holds the lock, foldDone is closed and replaced (under
+	// caughtMu), for Sync to wait on; gaveUp is when the last fold that did not reach the end
+	// began (or was skipped). lastFold is when the last fold ended, busySince when one last gave
+	// up on the fold lock.
+	committed atomic.Uint64
+	folded    atomic.Uint64
+	caughtMu  sync.Mutex
+	caughtUp  time.Time
+	gaveUp    time.Time
+	foldDone  chan struct{}
+	foldKick  chan struct{}
+	pending   atomic.Int64
+	lastFold  time.Time
+	busySince time.Time
+	// chunk is the pending rows of each table the next fold transaction takes: FoldChunk, halved
+	// after a chunk ran out of time and doubled back after each that did not, so a fold makes
+	// progress however slow the database is.
+	chunk      int
 	lastVacuum time.Time
 	foldCtx    context.Context
 	stopFolds  context.CancelFunc
@@ -154,6 +174,7 @@ type metrics struct {
 	queueDepth   prometheus.GaugeFunc
 	foldTime     prometheus.Histogram
 	foldFailures prometheus.Counter
+	foldChunks   prometheus.Counter
 }
 
 // NewWriter starts a writer with its flushers running.
@@ -176,11 +197,15 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 	if opt.FoldEvery <= 0 {
 		opt.FoldEvery = 250 * time.Millisecond
 	}
+	if opt.FoldChunk <= 0 {
+		opt.FoldChunk = rollup.DefaultChunk
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
-		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{})}
+		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{}),
+		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), foldDone: make(chan struct{}), chunk: opt.FoldChunk}
 	w.foldCtx, w.stopFolds = context.WithCancel(context.Background())
 	f := promauto.With(opt.Registerer)
 	w.m = metrics{
@@ -195,7 +220,15 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 			Help: "Group commits that held a record already stored, so took the exact (slower) insert instead of COPY."}),
 	}
 	w.m.foldTime = f.NewHistogram(prometheus.HistogramOpts{Name: "ledgerd_rollup_fold_seconds",
-		Help: "Time to fold the pending rollup deltas into the rollups.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
+		Help: "Time to fold one chunk of the pending rollup deltas into the rollups.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
+	w.m.foldChunks = f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_rollup_fold_chunks_total",
+		Help: "Chunks of pending rollup deltas folded into the rollups (each at most FoldChunk rows of each pending table)."})
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_rollup_pending_rows",
+		Help: "Rollup delta rows waiting to be folded, of every replica (PostgreSQL's estimate, read after each fold)."},
+		func() float64 { return float64(w.pending.Load()) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_rollup_behind_seconds",
+		Help: "How far the rollups lag behind this replica's commits: 0 when every committed record is folded."},
+		func() float64 { return w.Behind().Seconds() })
 	w.m.foldFailures = f.NewCounter(prometheus.CounterOpts{Name: "ledgerd_rollup_fold_failures_total",
 		Help: "Folds of pending rollup deltas that failed or found another fold running too long; the deltas stay pending for the next."})
 	w.m.queueDepth = f.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_writer_queue_records", Help: "Records waiting to be committed."},
@@ -272,33 +305,67 @@ func (w *Writer) Close(ctx context.Context) error {
 	}
 	w.stopFolds()
 	<-w.folderDone
-	if err := w.Sync(ctx); err != nil {
-		return fmt.Errorf("fold on close: %w", err)
+	if w.folded.Load() < w.committed.Load() {
+		if err := w.fold(ctx); err != nil {
+			return fmt.Errorf("fold on close: %w", err)
+		}
 	}
 	return nil
 }
 
-// Sync folds the pending rollup deltas, so that a read after it sees every record this writer
-// committed before the call. It returns at once when there is nothing new to fold, and without
-// folding when another fold holds the lock for over a second (a rollup rebuild, say): reads then
-// answer from the rollups as they are.
+// Sync waits until the rollups count every record this writer committed before the call, or
+// Options.ReadWait (when set) has passed, or ctx ends, whichever comes first. It wakes the folder
+// rather than folding itself, so a read waits on a backlog no longer than ReadWait; a read after
+// it answers from the rollups as they are, and Behind tells how far behind. It errs only with ctx.
 func (w *Writer) Sync(ctx context.Context) error {
 	asked, target := time.Now(), w.committed.Load()
 	if w.folded.Load() >= target {
 		return nil
 	}
-	w.foldMu.Lock()
-	defer w.foldMu.Unlock()
-	// A fold that gave up on the lock while this call waited answers it too: reads queued behind
-	// a rebuild wait one second between them, not one each.
-	if w.folded.Load() >= target || w.busySince.After(asked) {
-		return nil
+	select {
+	case w.foldKick <- struct{}{}:
+	default:
 	}
-	return w.fold(ctx)
+	var bound <-chan time.Time
+	if w.opt.ReadWait > 0 {
+		timer := time.NewTimer(w.opt.ReadWait)
+		defer timer.Stop()
+		bound = timer.C
+	}
+	for {
+		w.caughtMu.Lock()
+		ch, gaveUp := w.foldDone, w.gaveUp
+		w.caughtMu.Unlock()
+		// A fold begun after the call that could not finish (the database is down, or a rebuild
+		// holds the lock) answers it too: the read goes on with the rollups as they are.
+		if w.folded.Load() >= target || gaveUp.After(asked) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-bound:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the rollups: %w", ctx.Err())
+		}
+	}
 }
 
-// folder folds every FoldEvery while there are new commits, and every 30 seconds regardless, for
-// deltas a stopped replica left pending; for 5 seconds after a fold gave up on the lock, it waits.
+// Behind is how far the rollups lag behind this writer's commits: zero when every record it
+// committed is folded, else the time since the last fold that reached the end of the pending
+// tables began (every record committed before then is counted).
+func (w *Writer) Behind() time.Duration {
+	if w.folded.Load() >= w.committed.Load() {
+		return 0
+	}
+	w.caughtMu.Lock()
+	defer w.caughtMu.Unlock()
+	return time.Since(w.caughtUp)
+}
+
+// folder folds every FoldEvery while there are new commits, at once when a read asks (Sync), and
+// every 30 seconds regardless, for deltas a stopped replica left pending; for 5 seconds after a fold
+// gave up on the lock, it waits.
 func (w *Writer) folder() {
 	defer close(w.folderDone)
 	tick := time.NewTicker(w.opt.FoldEvery)
@@ -308,54 +375,114 @@ func (w *Writer) folder() {
 		case <-w.foldCtx.Done():
 			return
 		case <-tick.C:
+		case <-w.foldKick:
 		}
-		w.foldMu.Lock()
 		due := w.committed.Load() > w.folded.Load() || time.Since(w.lastFold) >= 30*time.Second
-		if due && time.Since(w.busySince) >= 5*time.Second {
-			ctx, cancel := context.WithTimeout(w.foldCtx, w.opt.FlushTimeout)
-			if err := w.fold(ctx); err != nil && w.foldCtx.Err() == nil {
+		switch {
+		case !due:
+		case time.Since(w.busySince) < 5*time.Second:
+			w.ended(time.Now(), false)
+		default:
+			if err := w.fold(w.foldCtx); err != nil && w.foldCtx.Err() == nil {
 				w.log.Error("fold rollups", "err", err)
 			}
-			cancel()
 		}
-		w.foldMu.Unlock()
 	}
 }
 
-// fold runs one fold; foldMu must be held.
+// fold folds until it reaches the end of every pending table, one chunk per transaction, each
+// bounded by FlushTimeout: a chunk that fails leaves its rows pending, and the chunks before it
+// stay folded; one that ran out of time makes the next chunks smaller. Only the folder calls it, and Close once the folder has stopped.
 func (w *Writer) fold(ctx context.Context) error {
-	upTo := w.committed.Load()
+	upTo, began := w.committed.Load(), time.Now()
+	defer w.readPending(ctx)
+	for cur := rollup.NewCursor(); !cur.Done(); {
+		next, moved, err := w.foldChunk(ctx, cur)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
+			w.m.foldFailures.Inc()
+			w.busySince = time.Now()
+			w.ended(began, false)
+			w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
+			return nil
+		}
+		if err != nil {
+			w.m.foldFailures.Inc()
+			w.ended(began, false)
+			return fmt.Errorf("fold rollups: %w", err)
+		}
+		cur = next
+		if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
+			w.lastVacuum = time.Now()
+			if _, err := w.st.Pool.Exec(ctx, rollup.VacuumPendingSQL); err != nil {
+				w.log.Warn("vacuum pending rollups", "err", err)
+			}
+		}
+	}
+	w.folded.Store(upTo)
+	w.ended(began, true)
+	return nil
+}
+
+// ended records the end of a fold begun at began, which reached the end of the pending tables or
+// not (failed, or skipped while another fold holds the lock), and wakes the Syncs waiting.
+func (w *Writer) ended(began time.Time, caughtUp bool) {
+	w.caughtMu.Lock()
+	defer w.caughtMu.Unlock()
+	if caughtUp {
+		w.caughtUp = began
+	} else {
+		w.gaveUp = began
+	}
+	close(w.foldDone)
+	w.foldDone = make(chan struct{})
+}
+
+// minChunk is the fewest pending rows of each table a fold transaction takes.
+const minChunk = 100
+
+// foldChunk folds one chunk from cur in a transaction of its own.
+func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Cursor, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
+	defer cancel()
 	start := time.Now()
-	var moved int64
+	var (
+		next  rollup.Cursor
+		moved int64
+	)
 	err := pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
 			return err
 		}
 		var err error
-		moved, err = rollup.Fold(ctx, tx)
+		next, moved, err = rollup.FoldChunk(ctx, tx, cur, w.chunk)
 		return err
 	})
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		w.chunk = max(w.chunk/2, minChunk)
+	case err == nil:
+		w.chunk = min(w.chunk*2, w.opt.FoldChunk)
+	}
 	w.m.foldTime.Observe(time.Since(start).Seconds())
 	w.lastFold = time.Now()
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
-		w.m.foldFailures.Inc()
-		w.busySince = time.Now()
-		w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
-		return nil
-	}
 	if err != nil {
-		w.m.foldFailures.Inc()
-		return fmt.Errorf("fold rollups: %w", err)
+		return cur, 0, err
 	}
-	w.folded.Store(upTo)
-	if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
-		w.lastVacuum = time.Now()
-		if _, err := w.st.Pool.Exec(ctx, rollup.VacuumPendingSQL); err != nil {
-			w.log.Warn("vacuum pending rollups", "err", err)
+	w.m.foldChunks.Inc()
+	return next, moved, nil
+}
+
+// readPending reads the pending tables' depth for /metrics.
+func (w *Writer) readPending(ctx context.Context) {
+	var n int64
+	if err := w.st.Pool.QueryRow(ctx, rollup.PendingRowsSQL).Scan(&n); err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("count pending rollup rows", "err", err)
 		}
+		return
 	}
-	return nil
+	w.pending.Store(n)
 }
 
 // take removes up to MaxBatch records' worth of whole jobs from the queue, and counts the commit

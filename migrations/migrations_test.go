@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -247,9 +248,10 @@ func TestOnePendingRollupFold(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	downTo(t, pool, 8)
+	// A series without a tenant is its own shape, so migration 11 leaves its rollup rows in place.
 	var series int64
 	if err := pool.QueryRow(ctx, `INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
-		VALUES (1, 't', 'svc', 'op', 'anthropic', 'm', '') RETURNING id`).Scan(&series); err != nil {
+		VALUES (1, '', 'svc', 'op', 'anthropic', 'm', '') RETURNING id`).Scan(&series); err != nil {
 		t.Fatal(err)
 	}
 	// sums lists every summed column, and values fills each with n.
@@ -270,7 +272,7 @@ func TestOnePendingRollupFold(t *testing.T) {
 		`INSERT INTO pending_rollup_daily_service (project_id, bucket, service, operation, fallback, status, error_class, ` + sums + `)
 			SELECT 1, '2026-10-05', 'svc', 'op', false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n) WHERE $1 > 0`,
 		`INSERT INTO pending_rollup_daily_tenant (project_id, bucket, tenant, fallback, status, error_class, ` + sums + `)
-			SELECT 1, '2026-10-05', 't', false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n) WHERE $1 > 0`,
+			SELECT 1, '2026-10-05', '', false, 'ok', 'none', ` + values + ` FROM (VALUES (3)) v(n) WHERE $1 > 0`,
 	} {
 		if _, err := pool.Exec(ctx, q, series); err != nil {
 			t.Fatal(err)
@@ -305,5 +307,75 @@ func TestOnePendingRollupFold(t *testing.T) {
 	downTo(t, pool, 8)
 	if got, want := counts(), "9:9:{9},1:1:{1} 5:{5} 5 5 5 0"; got != want {
 		t.Errorf("after undoing migration 9: %s, want %s", got, want)
+	}
+}
+
+// TestSeriesShapes checks that migration 11 sums the rollups of series with tenants onto their
+// shapes (the same series without a tenant, created where missing), keeps the tenant detail in
+// rollup_daily_tenant_model, moves cache_prefixes' single-use calls to their shapes, and gives
+// every series inserted afterwards its shape.
+func TestSeriesShapes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	downTo(t, pool, 10)
+	var t1, t2 int64 // two tenants' series of one shape, which has no series row yet
+	if err := pool.QueryRow(ctx, `WITH s AS (INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
+		VALUES (1, 't1', 'svc', 'op', 'anthropic', 'm', ''), (1, 't2', 'svc', 'op', 'anthropic', 'm', '') RETURNING id, tenant)
+		SELECT (SELECT id FROM s WHERE tenant = 't1'), (SELECT id FROM s WHERE tenant = 't2')`).Scan(&t1, &t2); err != nil {
+		t.Fatal(err)
+	}
+	sums := `attempts, requests, input_tokens, output_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens,
+		reasoning_tokens, cache_write_calls, cache_read_calls, cost_nanos, nocache_cost_nanos, unpriced_attempts,
+		client_cost_nanos, cost_mismatch_attempts, latency_sum_ms, latency_hist`
+	values := `n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, ARRAY[n]::int8[]`
+	for _, q := range []string{
+		`INSERT INTO rollup_hourly (project_id, bucket, series_id, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05 10:00Z', s, false, 'ok', 'none', ` + values + ` FROM (VALUES ($1::int8, 2), ($2, 3)) v(s, n)`,
+		`INSERT INTO rollup_daily (project_id, bucket, series_id, fallback, status, error_class, ` + sums + `)
+			SELECT 1, '2026-10-05', s, false, 'ok', 'none', ` + values + ` FROM (VALUES ($1::int8, 2), ($2, 3)) v(s, n)`,
+		`INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, calls, cache_write_calls,
+			cache_read_calls, input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos,
+			unpriced_attempts, single_use)
+			SELECT 1, '2026-10-05 10:00Z', s, false, '', n, n, 0, n, n, 0, n, n, 0, 1 FROM (VALUES ($1::int8, 1), ($2, 1)) v(s, n)`,
+		`INSERT INTO cache_prefixes (project_id, month, prompt_hash, calls, series_id, fallback, bucket, cost_nanos)
+			VALUES (1, '2026-10-01Z', 'once', 1, $1, false, '2026-10-05 10:00Z', 7), (1, '2026-10-01Z', 'twice', 2, NULL, NULL, NULL, NULL)
+			RETURNING $2::int8`,
+	} {
+		if _, err := pool.Exec(ctx, q, t1, t2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var shape int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM series WHERE tenant = '' AND service = 'svc'`).Scan(&shape); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := pool.QueryRow(ctx, `SELECT concat_ws(' ',
+		(SELECT string_agg(series_id || ':' || attempts || ':' || latency_hist::text, ',') FROM rollup_hourly),
+		(SELECT string_agg(series_id || ':' || attempts, ',') FROM rollup_daily),
+		(SELECT string_agg(series_id || ':' || calls || ':' || single_use, ',') FROM rollup_cache_hourly),
+		(SELECT string_agg(prompt_hash || ':' || coalesce(series_id::text, '-'), ',' ORDER BY prompt_hash) FROM cache_prefixes),
+		(SELECT string_agg(tenant || ':' || model || ':' || attempts, ',' ORDER BY tenant) FROM rollup_daily_tenant_model),
+		(SELECT string_agg(tenant || ':' || (shape_id = $1)::text, ',' ORDER BY tenant) FROM series))`, shape).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%[1]d:5:{5} %[1]d:5 %[1]d:2:2 once:%[1]d,twice:- t1:m:2,t2:m:3 :true,t1:true,t2:true", shape)
+	if got != want {
+		t.Errorf("after migration 11:\n got %s\nwant %s", got, want)
+	}
+	// A new tenant of a new shape: the trigger creates the shape and links it.
+	if _, err := pool.Exec(ctx, `INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
+		VALUES (1, 't3', 'other', 'op', 'openai', 'gpt', '')`); err != nil {
+		t.Fatal(err)
+	}
+	var linked bool
+	var series int
+	if err := pool.QueryRow(ctx, `SELECT count(*), bool_and(s.shape_id = h.id) FROM series s
+		JOIN series h ON h.tenant = '' AND h.service = s.service AND h.model = s.model`).Scan(&series, &linked); err != nil || !linked || series != 5 {
+		t.Errorf("%d series, every one linked to its shape: %v (%v), want 5 linked", series, linked, err)
 	}
 }

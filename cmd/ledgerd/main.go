@@ -123,6 +123,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.BoolVar(&o.Migrate, "migrate", env("LEDGERD_MIGRATE", "") == "true", "apply pending migrations at start (always on for the embedded database)")
 		maxBody := fs.Int64("max-body-bytes", 16<<20, "largest ingest body, before and after gzip")
 		fs.StringVar(&o.ReadDatabaseURL, "read-database-url", os.Getenv("LEDGERD_READ_DATABASE_URL"), "hot standby (or several, multi-host) the query API and dashboard read from; empty reads the primary")
+		foldWait := fs.String("fold-wait", env("LEDGERD_FOLD_WAIT", app.DefaultFoldWait.String()), "how long a read waits for the rollups to count what this replica committed before answering from them as they are (header Ledgerd-Rollups-Behind)")
 		readWait := fs.String("read-max-wait", env("LEDGERD_READ_MAX_WAIT", store.DefaultReadMaxWait.String()), "how long a read waits for the standby to replay the primary's writes before reading the primary")
 		fs.StringVar(&o.ViewerToken, "viewer-token", os.Getenv("LEDGERD_VIEWER_TOKEN"), "password that opens the dashboard of --viewer-project (read-only); prefer the env variable")
 		fs.StringVar(&o.ViewerProject, "viewer-project", os.Getenv("LEDGERD_VIEWER_PROJECT"), "project the viewer token shows")
@@ -137,6 +138,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w: --read-max-wait (LEDGERD_READ_MAX_WAIT) must be a positive duration such as 500ms, not %q", errUsage, *readWait)
 		}
 		o.ReadMaxWait = wait
+		if o.FoldWait, err = time.ParseDuration(*foldWait); err != nil || o.FoldWait <= 0 {
+			return fmt.Errorf("%w: --fold-wait (LEDGERD_FOLD_WAIT) must be a positive duration such as 750ms, not %q", errUsage, *foldWait)
+		}
 		o.Logger = logger(stderr, *logLevel)
 		return app.Run(ctx, *o)
 	case "migrate":

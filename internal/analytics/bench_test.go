@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerd/ledgerd/ingest"
@@ -78,11 +79,7 @@ func BenchmarkEndpoints(b *testing.B) {
 	monthFrom := now.AddDate(0, 0, -30).Truncate(time.Hour)
 	november := time.Date(2026, 11, 1, 0, 0, 0, 0, l.tz)
 	monthDay := time.Date(monthFrom.In(l.tz).Year(), monthFrom.In(l.tz).Month(), monthFrom.In(l.tz).Day(), 0, 0, 0, 0, l.tz) // peaks count whole days
-	endpoints := []struct {
-		name string
-		path string
-		raw  func() error
-	}{
+	endpoints := []endpoint{
 		// The default question: the last 7 days by model.
 		{"summary", "/v1/summary?group_by=model", func() error {
 			_, err := rawSummary(ctx, l.st.Pool, l.project, weekFrom, to, l.tz, "model")
@@ -141,12 +138,27 @@ func BenchmarkEndpoints(b *testing.B) {
 			return err
 		}},
 	}
+	runEndpoints(b, hs.URL, key, endpoints)
+}
+
+// endpoint is a question BenchmarkEndpoints times: its path, and the same question answered by
+// GROUP BY over the raw attempts.
+type endpoint struct {
+	name string
+	path string
+	raw  func() error
+}
+
+// runEndpoints times each endpoint over HTTP at base with key, and its raw question, and reports
+// the p95 of each (rollup-p95-ms over every b.Loop run, raw-p95-ms over -raw-samples runs) and
+// their ratio (speedup-x).
+func runEndpoints(b *testing.B, base, key string, endpoints []endpoint) {
 	for _, e := range endpoints {
 		b.Run(e.name, func(b *testing.B) {
 			var rollup []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				if err := fetch(hs.URL+e.path, key); err != nil {
+				if err := fetch(base+e.path, key); err != nil {
 					b.Fatal(err)
 				}
 				rollup = append(rollup, time.Since(start))
@@ -230,3 +242,95 @@ func p95(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+var tenantRecords = flag.Int("tenant-records", 200_000, "synthetic attempts BenchmarkManyTenants loads")
+
+// BenchmarkManyTenants loads -tenant-records synthetic attempts over 30 days spread over 10,000
+// tenants, 50 services and 12 models (seed.Spread: a SaaS attributing spend per customer), then
+// times the tenant questions and the cache report as BenchmarkEndpoints does, each against the
+// same question by GROUP BY over the raw attempts, and reports each rollup's rows per attempt.
+// With -bench-db=URL the ledger is loaded once into that empty database and kept. Run it with:
+//
+//	go test -run '^$' -bench ManyTenants -benchtime 20x -timeout 3h ./internal/analytics/ -args -tenant-records=10000000
+func BenchmarkManyTenants(b *testing.B) {
+	ctx := context.Background()
+	tz := mustZone(b, "America/New_York")
+	now := time.Date(2026, 11, 4, 15, 30, 0, 0, tz)
+	loaded := time.Now()
+	var pool *pgxpool.Pool
+	have := 0
+	if *benchDB != "" {
+		pool, have = dbtest.Kept(b, *benchDB)
+	} else {
+		pool = dbtest.New(b)
+	}
+	st := store.New(pool)
+	if have == 0 {
+		catalog, err := pricing.Load("")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := seed.Load(ctx, st, seed.Options{Records: *tenantRecords, Seed: 7, Projects: []string{"saas"}, End: now,
+			Days: 30, Timezone: tz, Price: ingest.CatalogPrice(catalog), Spread: &seed.Spread{Tenants: 10_000, Services: 50}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+			b.Fatal(err)
+		}
+	} else if have != *tenantRecords {
+		b.Fatalf("-bench-db holds %d attempts, not %d: give it an empty database", have, *tenantRecords)
+	}
+	b.Logf("ledger of %d records ready in %v", *tenantRecords, time.Since(loaded).Round(time.Second))
+	var project int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM projects WHERE name = 'saas'`).Scan(&project); err != nil {
+		b.Fatal(err)
+	}
+	key, err := st.CreateKey(ctx, "saas")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tenant string // the busiest tenant
+	if err := pool.QueryRow(ctx, `SELECT tenant FROM rollup_daily_tenant WHERE project_id = $1
+		GROUP BY 1 ORDER BY sum(attempts) DESC, 1 LIMIT 1`, project).Scan(&tenant); err != nil {
+		b.Fatal(err)
+	}
+	var rows []int64
+	tables := []string{"attempts", "rollup_hourly", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
+		"rollup_daily_tenant", "rollup_daily_tenant_model", "rollup_cache_hourly"}
+	for _, t := range tables {
+		var n int64
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		rows = append(rows, n)
+	}
+	for i, t := range tables[1:] {
+		b.Logf("%s: %d rows, %.4f a raw attempt", t, rows[i+1], float64(rows[i+1])/float64(rows[0]))
+	}
+
+	svc := analytics.New(analytics.Options{Pool: pool, Timezone: tz, Now: func() time.Time { return now }})
+	srv := server.New(server.Options{Store: st, Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
+	svc.Mount(srv)
+	hs := httptest.NewServer(srv.Echo)
+	b.Cleanup(hs.Close)
+
+	// 30 whole local days, today included; the cache report's default week.
+	to := time.Date(2026, 11, 5, 0, 0, 0, 0, tz)
+	from := to.AddDate(0, 0, -30)
+	week := to.AddDate(0, 0, -7)
+	month := "&from=" + url.QueryEscape(from.Format(time.RFC3339)) + "&to=" + url.QueryEscape(to.Format(time.RFC3339))
+	raw := func(groupBy, tenant string) func() error {
+		return func() error {
+			_, err := rawFilteredSummary(ctx, pool, project, from, to, tz, groupBy, "", tenant)
+			return err
+		}
+	}
+	runEndpoints(b, hs.URL, key, []endpoint{
+		{"summary-month-by-tenant", "/v1/summary?group_by=tenant" + month, raw("tenant", "")},
+		{"top-20-tenants-by-spend", "/v1/summary?group_by=tenant&top=20" + month, raw("tenant", "")},
+		{"one-tenant-month-by-day-model", "/v1/summary?group_by=day,model&tenant=" + url.QueryEscape(tenant) + month,
+			raw("day,model", tenant)},
+		{"overview-month-by-day-model", "/v1/summary?group_by=day,model" + month, raw("day,model", "")},
+		{"cache", "/v1/cache", func() error { _, err := rawCache(ctx, pool, project, week, to); return err }},
+	})
+}

@@ -132,10 +132,14 @@ type cacheKey struct {
 // one aggregate row per model that used the cache and one row per prompt_hash with at least
 // minCalls calls (DefaultMinCalls when minCalls < 1). A cache is broken when it has at least
 // minCalls cache-writing calls and no read. The aggregate row catches a broken cache whose
-// prompt_hash changes on every call (a timestamp in the prompt), which no hash row can show.
+// prompt_hash changes on every call (a timestamp in the prompt), which no hash row can show. It
+// takes no tenant: the cache rollup keeps series shapes (migration 00011).
 func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow, error) {
 	if minCalls < 1 {
 		minCalls = DefaultMinCalls
+	}
+	if f.Tenant != "" {
+		return nil, badParam("tenant", "the cache report is by service, model and prompt: the cache rollup keeps no tenants")
 	}
 	from, to, err := s.window(f.From, f.To, true)
 	if err != nil {

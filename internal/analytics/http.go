@@ -65,7 +65,7 @@ func (s *Service) getIncidents(c echo.Context) error {
 // Query parameters each endpoint takes.
 var (
 	filterParams     = []string{"from", "to", "service", "model", "tenant", "operation", "provider"}
-	summaryParams    = append([]string{"group_by", "step", "attempts"}, filterParams...)
+	summaryParams    = append([]string{"group_by", "top", "step", "attempts"}, filterParams...)
 	cacheParams      = append([]string{"min_calls"}, filterParams...)
 	projectionParams = []string{"month", "service"}
 )
@@ -103,12 +103,31 @@ func (s *Service) getSummary(c echo.Context) error {
 			return fail(err)
 		}
 	}
+	top, err := parseTop(q["top"])
+	if err != nil {
+		return fail(err)
+	}
 	f.ProjectID = server.ProjectOf(c).ID
 	sum, err := s.Summary(c.Request().Context(), f, dims...)
 	if err != nil {
 		return fail(err)
 	}
+	if top > 0 {
+		sum.Top(top)
+	}
 	return c.JSON(http.StatusOK, sum)
+}
+
+// parseTop reads the top parameter: how many groups, the costliest, a summary keeps (0: all).
+func parseTop(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100_000 {
+		return 0, badParam("top", "want a whole number from 1 to 100000, got %q", truncate(v))
+	}
+	return n, nil
 }
 
 func (s *Service) getProjection(c echo.Context) error {

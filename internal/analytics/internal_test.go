@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/money"
 )
 
 // TestDayStart checks the first instant of every local day of 2025 to 2027 in zones with awkward
@@ -186,10 +188,12 @@ func TestPlanFor(t *testing.T) {
 		{[]string{ByDay, ByOperation}, Filter{Service: "s"}, "rollup_daily_service"},
 		{nil, Filter{Operation: "o"}, "rollup_daily_service"},
 		{[]string{ByDay, ByTenant}, Filter{}, "rollup_daily_tenant"},
-		{[]string{ByDay, ByTenant}, Filter{Service: "s"}, "rollup_daily"},
+		{[]string{ByDay, ByTenant}, Filter{Service: "s"}, "attempts"},
 		{[]string{ByModel}, Filter{Service: "s"}, "rollup_daily"},
 		{[]string{ByService}, Filter{Model: "m"}, "rollup_daily"},
-		{[]string{ByModel}, Filter{Tenant: "t"}, "rollup_daily"},
+		{[]string{ByModel}, Filter{Tenant: "t"}, "rollup_daily_tenant_model"},
+		{[]string{ByDay, ByTenant, ByProvider}, Filter{}, "rollup_daily_tenant_model"},
+		{[]string{ByService}, Filter{Tenant: "t"}, "attempts"},
 		{nil, Filter{Tenant: "t"}, "rollup_daily_tenant"},
 	} {
 		g, err := parseGrouping(c.dims)
@@ -199,13 +203,48 @@ func TestPlanFor(t *testing.T) {
 		p := planFor(g, c.f)
 		series := p.seriesAlias()
 		table, wantSeries := "rollup_daily", "s"
-		for _, n := range []string{"rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant"} {
+		for _, n := range []string{"rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant", "rollup_daily_tenant_model"} {
 			if strings.Contains(p.sums, "FROM "+n+" ") {
 				table, wantSeries = n, "r"
 			}
 		}
+		if p.raw {
+			table, wantSeries = "attempts", "r"
+		}
 		if table != c.table || series != wantSeries {
 			t.Errorf("%v %+v: reads %s (series columns from %s), want %s", c.dims, c.f, table, series, c.table)
 		}
+	}
+}
+
+// TestTop checks which groups Summary.Top keeps: the costliest first, an all-unpriced group as
+// costing nothing, ties in their key order, and how many there were.
+func TestTop(t *testing.T) {
+	t.Parallel()
+	nanos := func(v int64) *money.Nanos { n := money.Nanos(v); return &n }
+	group := func(tenant string, cost *money.Nanos) Group {
+		return Group{Key: Key{Tenant: &tenant}, Stats: Stats{CostUSD: cost}}
+	}
+	for _, c := range []struct {
+		name   string
+		groups []Group
+		n      int
+		want   []string
+	}{
+		{"costliest first", []Group{group("a", nanos(1)), group("b", nanos(3)), group("c", nanos(2))}, 2, []string{"b", "c"}},
+		{"unpriced last, ties in key order", []Group{group("a", nil), group("b", nanos(5)), group("c", nanos(5))}, 3, []string{"b", "c", "a"}},
+		{"fewer than n", []Group{group("a", nanos(1))}, 20, []string{"a"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Summary{Groups: c.groups}
+			s.Top(c.n)
+			var got []string
+			for _, g := range s.Groups {
+				got = append(got, *g.Key.Tenant)
+			}
+			if !slices.Equal(got, c.want) || s.GroupsTotal == nil || *s.GroupsTotal != len(c.groups) {
+				t.Errorf("kept %v of %v, want %v of %d", got, s.GroupsTotal, c.want, len(c.groups))
+			}
+		})
 	}
 }

@@ -126,9 +126,11 @@ func TestRollupsMatchRaw(t *testing.T) {
 		ranges := [][2]time.Time{{}, {now.AddDate(0, 0, -12).Add(-7 * time.Hour), now.Add(-2 * time.Hour)},
 			{time.Date(2026, 10, 10, 0, 0, 0, 0, l.tz), time.Date(2026, 11, 2, 0, 0, 0, 0, l.tz)}}
 		filters := []analytics.Filter{{}, {Model: model}, {Provider: provider}, {Model: model, Provider: provider},
-			{Service: service}, {Service: service, Operation: operation}, {Tenant: tenant}}
+			{Service: service}, {Service: service, Operation: operation}, {Tenant: tenant}, {Tenant: tenant, Model: model},
+			{Tenant: tenant, Service: service}}
 		groupings := [][]string{nil, {"model"}, {"provider"}, {"day", "model"}, {"day"}, {"hour", "provider"},
-			{"service"}, {"day", "service", "operation"}, {"tenant"}, {"day", "tenant"}}
+			{"service"}, {"day", "service", "operation"}, {"tenant"}, {"day", "tenant"}, {"tenant", "model"},
+			{"day", "tenant", "service"}}
 		for _, r := range ranges {
 			for _, f := range filters {
 				for _, g := range groupings {
@@ -137,12 +139,12 @@ func TestRollupsMatchRaw(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					want, err := l.svc.SummaryBySeries(ctx, f, g...)
+					want, err := l.svc.SummaryRaw(ctx, f, g...)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if !reflect.DeepEqual(got, want) || got.Total.Attempts == 0 {
-						t.Errorf("%v to %v, %+v, by %v: by model %d groups, %d attempts; by series %d groups, %d attempts",
+						t.Errorf("%v to %v, %+v, by %v: from the rollups %d groups, %d attempts; raw %d groups, %d attempts",
 							r[0], r[1], f, g, len(got.Groups), got.Total.Attempts, len(want.Groups), want.Total.Attempts)
 					}
 				}

@@ -33,7 +33,7 @@ const rawSummarySQL = `SELECT %[1]s AS key, count(*), count(*) FILTER (WHERE a.a
 		percentile_disc(0.99) WITHIN GROUP (ORDER BY a.latency_ms) FILTER (WHERE a.status = 'ok')
 	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
 	WHERE a.project_id = $1 AND a.started_at >= $2 AND a.started_at < $3 AND $4::text IS NOT NULL
-		AND ($5 = '' OR s.service = $5)
+		AND ($5 = '' OR s.service = $5) AND ($6 = '' OR s.tenant = $6)
 	GROUP BY 1`
 
 // rawKeys are the raw key expressions of the groupings the tests compare, rendered as the rollup
@@ -46,6 +46,7 @@ var rawKeys = map[string]string{
 	"service":     `s.service`,
 	"day,service": `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.service`,
 	"day,tenant":  `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.tenant`,
+	"tenant":      `s.tenant`,
 	"minute5":     `date_bin('5 minutes', a.started_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')::text`,
 }
 
@@ -55,7 +56,12 @@ func rawSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to
 
 // rawServiceSummary is rawSummary of one service's attempts (all when service is empty).
 func rawServiceSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location, groupBy, service string) (map[string]rawGroup, error) {
-	rows, err := pool.Query(ctx, fmt.Sprintf(rawSummarySQL, rawKeys[groupBy]), project, from, to, tz.String(), service)
+	return rawFilteredSummary(ctx, pool, project, from, to, tz, groupBy, service, "")
+}
+
+// rawFilteredSummary is rawSummary of one service's and one tenant's attempts (all when empty).
+func rawFilteredSummary(ctx context.Context, pool *pgxpool.Pool, project int64, from, to time.Time, tz *time.Location, groupBy, service, tenant string) (map[string]rawGroup, error) {
+	rows, err := pool.Query(ctx, fmt.Sprintf(rawSummarySQL, rawKeys[groupBy]), project, from, to, tz.String(), service, tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,23 @@ type Summary struct {
 	GroupBy  []string  `json:"group_by"`
 	Total    Stats     `json:"total"`
 	Groups   []Group   `json:"groups"`
+	// GroupsTotal is how many groups there were before Top kept the costliest (absent: all kept).
+	GroupsTotal *int `json:"groups_total,omitempty"`
+}
+
+// Top keeps the n groups that cost most (an unpriced group's priced part counts; ties in key
+// order), costliest first, and records how many there were: the top 20 of 10,000 tenants, say.
+func (s *Summary) Top(n int) {
+	total := len(s.Groups)
+	s.GroupsTotal = &total
+	cost := func(g Group) money.Nanos {
+		if g.CostUSD == nil {
+			return 0
+		}
+		return *g.CostUSD
+	}
+	slices.SortStableFunc(s.Groups, func(a, b Group) int { return cmp.Compare(cost(b), cost(a)) })
+	s.Groups = s.Groups[:min(n, total)]
 }
 
 // Group is the statistics of one group of a Summary.
@@ -178,6 +195,50 @@ const narrowSourceSQL = `
 	FROM rollup_hourly h JOIN series s ON s.project_id = @project AND s.id = h.series_id
 	WHERE h.project_id = @project AND h.bucket >= @edge1_from AND h.bucket < @edge1_to%[2]s`
 
+// rawEdgesSQL is the edge hours of sourceSQL counted from the raw attempts, for the rows that keep
+// the tenant, which no hourly rollup does: %[1]s are the sums (rawCols), %[2]s an extra condition,
+// %[3]s the series columns kept (a list, of s) and %[4]s the GROUP BY ordinals. Each hour is its
+// own group, so the rows are those an hourly rollup by these columns would hold.
+const rawEdgesSQL = `
+	SELECT %[3]s, a.fallback, a.status, a.error_class, ` + dayOfAttempt + ` AS day, ` + rollup.HourBucketExpr + ` AS hour, %[1]s
+	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+	WHERE a.project_id = @project AND a.started_at >= @edge0_from AND a.started_at < @edge0_to%[2]s
+	GROUP BY %[4]s
+	UNION ALL
+	SELECT %[3]s, a.fallback, a.status, a.error_class, ` + dayOfAttempt + `, ` + rollup.HourBucketExpr + `, %[1]s
+	FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+	WHERE a.project_id = @project AND a.started_at >= @edge1_from AND a.started_at < @edge1_to%[2]s
+	GROUP BY %[4]s`
+
+// dayOfAttempt is the local day (in timezone @tz) of an attempt's hour, as sourceSQL gives an
+// hourly row's: an hour belongs to the day it begins in.
+const dayOfAttempt = "(" + rollup.HourBucketExpr + " AT TIME ZONE @tz)::date"
+
+// tenantSourceSQL is narrowSourceSQL for a narrow daily rollup that keeps the tenant: whole days
+// from it, the edge hours from the raw attempts (rawEdgesSQL). Its parameters are sourceSQL's.
+const tenantSourceSQL = `
+	SELECT %[4]s, fallback, status, error_class, bucket AS day, NULL::timestamptz AS hour, %[1]s
+	FROM %[3]s WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to%[2]s
+	UNION ALL
+	%[5]s`
+
+// rawCols are the sums of sumCols (or, for "latency_hist", the histogram) over raw attempts.
+func rawCols(cols string) string {
+	if cols == "latency_hist" {
+		return rollup.LatencyHistExpr + " AS latency_hist"
+	}
+	var out []string
+	for _, s := range rollup.Sums {
+		out = append(out, "("+s.Expr+")::int8 AS "+s.Col)
+	}
+	return strings.Join(out, ", ")
+}
+
+// rawEdges is rawEdgesSQL for the rows keeping the series columns keep.
+func rawEdges(cols, where string, keep []string) string {
+	return fmt.Sprintf(rawEdgesSQL, rawCols(cols), where, "s."+strings.Join(keep, ", s."), rollup.Ordinals(len(keep)+5))
+}
+
 // filterCols are the series columns a filter narrows, each also the name of its parameter.
 var filterCols = []string{"service", "model", "tenant", "operation", "provider"}
 
@@ -213,14 +274,38 @@ func narrowFilter(keep map[string]bool) string {
 // plan is a pair of statements answering a summary: one adds up the rows of the range per group
 // (%[1]s: the group's columns, each followed by a comma), fallback flag, status and error class;
 // the other returns the latency histogram of every succeeded row with its group, for merging.
-// keep are the series columns the plan's rows hold (nil: all, on the series s).
+// keep are the series columns the plan's rows hold (nil: all, on the series s); raw plans read
+// every hour of the range from the raw attempts.
 type plan struct {
 	sums, latency string
 	keep          map[string]bool
+	raw           bool
+}
+
+// seriesCols are the series columns, in the order the raw plan keeps them.
+var seriesCols = []string{"tenant", "service", "operation", "provider", "model", "fallback_from"}
+
+// narrowPlan is the plan reading whole days from the narrow rows of src (a function of the
+// columns summed and an extra condition), which keep the series columns keep.
+func narrowPlan(keep []string, src func(cols, where string) string, raw bool) plan {
+	kept := map[string]bool{}
+	for _, c := range keep {
+		kept[c] = true
+	}
+	return plan{keep: kept, raw: raw,
+		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
+	FROM (` + src(strings.Join(sumCols, ", "), "") + `) r
+	WHERE ` + narrowFilter(kept) + `
+	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
+		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
+	FROM (` + src("latency_hist", " AND status = 'ok'") + `) r
+	WHERE ` + narrowFilter(kept),
+	}
 }
 
 var (
-	// bySeries reads rollup_daily and rollup_hourly, with their series s: it answers every summary.
+	// bySeries reads rollup_daily and rollup_hourly, with their series s: it answers every summary
+	// but those naming a tenant, as those rollups keep the series' shapes.
 	bySeries = plan{
 		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
 	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), "") + `) r
@@ -233,29 +318,26 @@ var (
 	WHERE ` + seriesFilter,
 	}
 	// narrowPlans read whole days from a narrow daily rollup each (rollup.DailyBy, in order), about
-	// a tenth of rollup_daily's rows.
+	// a tenth of rollup_daily's rows; those that keep the tenant read their edge hours from the raw
+	// attempts, as no hourly rollup keeps tenants.
 	narrowPlans = func() []plan {
 		var out []plan
 		for _, d := range rollup.DailyBy {
-			keep := map[string]bool{}
-			for _, c := range d.Keep {
-				keep[c] = true
-			}
 			src := func(cols, where string) string {
 				return fmt.Sprintf(narrowSourceSQL, cols, where, d.Table, strings.Join(d.Keep, ", "), strings.Join(d.Keep, ", s."))
 			}
-			out = append(out, plan{keep: keep,
-				sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
-	FROM (` + src(strings.Join(sumCols, ", "), "") + `) r
-	WHERE ` + narrowFilter(keep) + `
-	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
-				latency: `SELECT %[1]s r.fallback, r.latency_hist::text
-	FROM (` + src("latency_hist", " AND status = 'ok'") + `) r
-	WHERE ` + narrowFilter(keep),
-			})
+			if d.Tenant() {
+				src = func(cols, where string) string {
+					return fmt.Sprintf(tenantSourceSQL, cols, where, d.Table, strings.Join(d.Keep, ", "), rawEdges(cols, where, d.Keep))
+				}
+			}
+			out = append(out, narrowPlan(d.Keep, src, false))
 		}
 		return out
 	}()
+	// rawPlan reads the raw attempts, by hour: it answers every summary, and is the plan of the
+	// tenant questions no rollup keeps the columns of (a tenant's services, say).
+	rawPlan = narrowPlan(seriesCols, func(cols, where string) string { return rawEdges(cols, where, seriesCols) }, true)
 )
 
 // byMinute reads the raw attempts of the range, counted per @step-minute bucket with the rollups'
@@ -286,7 +368,8 @@ func (p plan) seriesAlias() string {
 }
 
 // planFor picks the plan of a summary: the first narrow plan that keeps every series column the
-// grouping and the filter name, else bySeries.
+// grouping and the filter name, else bySeries, which keeps every series column but the tenant,
+// else the raw attempts.
 func planFor(g grouping, f Filter) plan {
 	if g.minute {
 		return byMinute
@@ -313,6 +396,9 @@ next:
 			}
 		}
 		return p
+	}
+	if slices.Contains(need, "tenant") {
+		return rawPlan
 	}
 	return bySeries
 }
@@ -731,6 +817,7 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 	if err != nil {
 		return Summary{}, err
 	}
+	p := choose(g, f)
 	var from, to time.Time
 	var args pgx.NamedArgs
 	if g.minute {
@@ -744,7 +831,7 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		if g.hourly && to.Sub(from) > MaxHourRange {
 			return Summary{}, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
 		}
-		args = s.args(f, s.split(from, to, g.hourly))
+		args = s.args(f, s.split(from, to, g.hourly || p.raw))
 	}
 	if f.WithAttempts {
 		args["raw_from"], args["raw_to"], args["tz"] = from, to, s.tz.String()
@@ -758,7 +845,6 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		groups map[gkey]*acc
 		hists  map[gkey]*histogram
 	)
-	p := choose(g, f)
 	series := p.seriesAlias()
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
@@ -830,7 +916,7 @@ func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]
 		return nil, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
 	}
 	p := planFor(g, f)
-	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly)))
+	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly || p.raw)))
 	if err != nil {
 		return nil, err
 	}

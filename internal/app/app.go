@@ -26,6 +26,11 @@ import (
 	"github.com/ledgerd/ledgerd/pricing"
 )
 
+// DefaultFoldWait is how long a read waits for the rollups to count what this replica committed
+// when Options.FoldWait is zero: below a second, so the first read after a backfill of any size
+// answers within one.
+const DefaultFoldWait = 750 * time.Millisecond
+
 // GCPercent is the garbage collector's target the ledgerd command runs with when GOGC is not set.
 // ledgerd's live heap is small and bounded by the writer's queue, so collecting less often than Go's
 // default (100) trades some resident memory for less CPU per ingested record, which is what limits
@@ -45,6 +50,10 @@ type Options struct {
 	ReadDatabaseURL string
 	// ReadMaxWait bounds a read's wait for the standby to replay (500 ms).
 	ReadMaxWait time.Duration
+	// FoldWait bounds a read's wait for the rollups to count the records this replica committed
+	// (750 ms); past it the read answers from the rollups as they are and says how far behind
+	// (the Ledgerd-Rollups-Behind header).
+	FoldWait time.Duration
 	// DataDir holds the embedded database (./.ledgerd).
 	DataDir string
 	// PGBinaries is the PostgreSQL installation the embedded database runs (found automatically).
@@ -193,7 +202,8 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	llm := llmmetrics.New(st, llmmetrics.Options{Logger: log})
 	reg.MustRegister(llm)
-	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe})
+	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe,
+		ReadWait: cmp.Or(opt.FoldWait, DefaultFoldWait)})
 	steps = append(steps, func(ctx context.Context) {
 		if err := writer.Close(ctx); err != nil {
 			log.Error("flush writer", "err", err)

@@ -33,6 +33,11 @@ func Run(t testing.TB, opt app.Options) (base string, stop func()) {
 	if opt.Listen == "" {
 		opt.Listen = "127.0.0.1:0"
 	}
+	if opt.FoldWait == 0 {
+		// Reads count every record acknowledged before them, however slow a loaded test machine
+		// folds: tests read what they just wrote.
+		opt.FoldWait = time.Minute
+	}
 	addr := make(chan string, 1)
 	opt.OnListen = func(a string) { addr <- a }
 	ctx, cancel := context.WithCancel(context.Background())

@@ -147,7 +147,10 @@ func (p *proc) start() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	args := append([]string{"serve", "--listen", p.addr, "--database-url", p.dbURL, "--log-level", "warn"}, p.extra...)
+	// Reads wait for the rollups to count every acknowledged record, however slow a loaded machine
+	// folds: the drills check what they wrote.
+	args := append([]string{"serve", "--listen", p.addr, "--database-url", p.dbURL, "--log-level", "warn",
+		"--fold-wait", "1m"}, p.extra...)
 	cmd := exec.Command(ledgerdBin, args...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+p.dbURL)
 	cmd.Stdout, cmd.Stderr = logf, logf

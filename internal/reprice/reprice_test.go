@@ -216,10 +216,12 @@ func (l ledger) checkRaw(t *testing.T, want map[string]ingest.Costing) {
 }
 
 // Recomputations of each rollup from raw attempts, written out here rather than taken from the
-// ingest package, and the rollup columns they must equal. Latency histograms are left out: a
+// ingest package, and the rollup columns they must equal: the shape-keyed rollups by the shape of
+// each attempt's series. Latency histograms are left out: a
 // reprice never touches them.
 const (
-	rawHourly = `SELECT project_id, date_trunc('hour', started_at), series_id, fallback, status, error_class,
+	rawHourly = `WITH shaped AS (SELECT a.*, s.shape_id FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id)
+		SELECT project_id, date_trunc('hour', started_at), shape_id, fallback, status, error_class,
 		count(*), count(*) FILTER (WHERE attempt_no = 1), sum(input_tokens), sum(output_tokens),
 		sum(cache_write_tokens), sum(cache_write_1h_tokens), sum(cache_read_tokens), sum(reasoning_tokens),
 		count(*) FILTER (WHERE cache_write_tokens > 0), count(*) FILTER (WHERE cache_read_tokens > 0),
@@ -227,7 +229,7 @@ const (
 		coalesce(sum(client_cost_nanos), 0),
 		count(*) FILTER (WHERE client_cost_nanos IS NOT NULL AND cost_nanos IS NOT NULL AND abs(client_cost_nanos - cost_nanos) * 100 > cost_nanos),
 		sum(latency_ms)
-		FROM attempts GROUP BY 1, 2, 3, 4, 5, 6`
+		FROM shaped GROUP BY 1, 2, 3, 4, 5, 6`
 	rollupCols = `project_id, bucket, series_id, fallback, status, error_class, attempts, requests, input_tokens,
 		output_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, reasoning_tokens,
 		cache_write_calls, cache_read_calls, cost_nanos, nocache_cost_nanos, unpriced_attempts, client_cost_nanos,
@@ -236,23 +238,25 @@ const (
 	rawCache = `WITH p AS (
 			SELECT project_id, date_trunc('month', started_at, 'UTC') AS month, prompt_hash, count(*) AS n
 			FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3)
-		SELECT a.project_id, date_trunc('hour', a.started_at), a.series_id, a.fallback,
+		SELECT a.project_id, date_trunc('hour', a.started_at), s.shape_id, a.fallback,
 		CASE WHEN p.n >= 2 THEN a.prompt_hash ELSE '' END,
 		count(*), count(*) FILTER (WHERE a.cache_write_tokens > 0), count(*) FILTER (WHERE a.cache_read_tokens > 0),
 		sum(a.input_tokens), sum(a.cache_write_tokens), sum(a.cache_read_tokens), coalesce(sum(a.cost_nanos), 0),
 		coalesce(sum(a.nocache_cost_nanos), 0), count(*) FILTER (WHERE a.cost_nanos IS NULL), count(*) FILTER (WHERE p.n = 1)
-		FROM attempts a LEFT JOIN p ON p.project_id = a.project_id AND p.month = date_trunc('month', a.started_at, 'UTC')
+		FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+			LEFT JOIN p ON p.project_id = a.project_id AND p.month = date_trunc('month', a.started_at, 'UTC')
 			AND p.prompt_hash = a.prompt_hash
 		WHERE a.cache_write_tokens > 0 OR a.cache_read_tokens > 0 OR a.prompt_hash IS NOT NULL
 		GROUP BY 1, 2, 3, 4, 5`
 	cacheCols = `project_id, bucket, series_id, fallback, prompt_hash, calls, cache_write_calls, cache_read_calls,
 		input_tokens, cache_write_tokens, cache_read_tokens, cost_nanos, nocache_cost_nanos, unpriced_attempts, single_use`
 	// The calls of each hash per month, and the figures of a hash's only call.
-	rawPrefixes = `SELECT project_id, date_trunc('month', started_at, 'UTC'), prompt_hash, count(*),
-		CASE WHEN count(*) = 1 THEN min(series_id) END, CASE WHEN count(*) = 1 THEN coalesce(sum(cost_nanos), 0) END,
+	rawPrefixes = `SELECT a.project_id, date_trunc('month', started_at, 'UTC'), prompt_hash, count(*),
+		CASE WHEN count(*) = 1 THEN min(s.shape_id) END, CASE WHEN count(*) = 1 THEN coalesce(sum(cost_nanos), 0) END,
 		CASE WHEN count(*) = 1 THEN coalesce(sum(nocache_cost_nanos), 0) END,
 		CASE WHEN count(*) = 1 THEN count(*) FILTER (WHERE cost_nanos IS NULL) END
-		FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3`
+		FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
+		WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3`
 	prefixCols = `project_id, month, prompt_hash, calls, CASE WHEN calls = 1 THEN series_id END,
 		CASE WHEN calls = 1 THEN cost_nanos END, CASE WHEN calls = 1 THEN nocache_cost_nanos END,
 		CASE WHEN calls = 1 THEN unpriced_attempts END`
@@ -268,8 +272,8 @@ func (l ledger) checkRollups(t *testing.T) {
 		for i := range n {
 			group += fmt.Sprintf(", %d", 6+i)
 		}
-		return strings.NewReplacer("date_trunc('hour', started_at), series_id,", "(started_at AT TIME ZONE '"+zone+"')::date, "+keep+",",
-			"FROM attempts GROUP BY 1, 2, 3, 4, 5, 6", `FROM (SELECT a.*, s.provider, s.model, s.fallback_from, s.service, s.operation, s.tenant
+		return strings.NewReplacer("date_trunc('hour', started_at), shape_id,", "(started_at AT TIME ZONE '"+zone+"')::date, "+keep+",",
+			"FROM shaped GROUP BY 1, 2, 3, 4, 5, 6", `FROM (SELECT a.*, s.provider, s.model, s.fallback_from, s.service, s.operation, s.tenant
 				FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a GROUP BY `+group).Replace(rawHourly)
 	}
 	for _, c := range []struct{ table, raw, cols string }{
@@ -278,6 +282,8 @@ func (l ledger) checkRollups(t *testing.T) {
 		{"rollup_daily_model", narrow("provider, model, fallback_from", 3), strings.Replace(rollupCols, "series_id,", "provider, model, fallback_from,", 1)},
 		{"rollup_daily_service", narrow("service, operation", 2), strings.Replace(rollupCols, "series_id,", "service, operation,", 1)},
 		{"rollup_daily_tenant", narrow("tenant", 1), strings.Replace(rollupCols, "series_id,", "tenant,", 1)},
+		{"rollup_daily_tenant_model", narrow("tenant, provider, model, fallback_from", 4),
+			strings.Replace(rollupCols, "series_id,", "tenant, provider, model, fallback_from,", 1)},
 		{"rollup_cache_hourly WHERE calls <> 0", rawCache, cacheCols}, // a row emptied by moves equals none
 		{"cache_prefixes", rawPrefixes, prefixCols},
 	} {

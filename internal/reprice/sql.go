@@ -79,9 +79,24 @@ var chunkSQL = buildChunkSQL()
 // touch, and the one that adds the deltas to them. No row needs locking: every other writer of
 // the rollups (the writers' folds, a rebuild) waits on the fold lock the reprice holds.
 var applySQL = append(append([]applyStmt{
-	buildApply("rollup_hourly", "reprice_hourly", rollup.Key, rollupDeltaCols, ""),
-	buildApply("rollup_daily", "reprice_daily", rollup.Key, rollupDeltaCols, ""),
+	buildApply("rollup_hourly", onShapes("reprice_hourly", rollup.Key, rollupDeltaCols), rollup.Key, rollupDeltaCols, ""),
+	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols), rollup.Key, rollupDeltaCols, ""),
 }, narrowApply()...), cacheApply...)
+
+// onShapes is the deltas of table (keyed by key, with the whole series) on the series' shapes, as
+// the shape-keyed rollups count them: a FROM item.
+func onShapes(table string, key, cols []string) string {
+	var sel []string
+	for _, k := range key {
+		if k == "series_id" {
+			sel = append(sel, "s.shape_id AS series_id")
+		} else {
+			sel = append(sel, "d."+k)
+		}
+	}
+	return fmt.Sprintf(`(SELECT %s, d.%s FROM %s d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
+		strings.Join(sel, ", "), strings.Join(cols, ", d."), table)
+}
 
 // cacheApply are the cache statements of applySQL.
 var cacheApply = []applyStmt{
@@ -112,12 +127,14 @@ var (
 		cost_nanos, nocache_cost_nanos, unpriced_attempts FROM reprice_cache WHERE prompt_hash <> '') x`
 )
 
-// foldedCacheDeltas are reprice_cache's deltas on the rollup_cache_hourly rows that count them: a
-// hash used once in its month is counted on its series' empty-hash row (see migration 00005).
-var foldedCacheDeltas = `(SELECT x.project_id, x.bucket, x.series_id, x.fallback,
+// foldedCacheDeltas are reprice_cache's deltas on the rollup_cache_hourly rows that count them: on
+// the series' shape, and a hash used once in its month on the shape's empty-hash row (see
+// migrations 00005 and 00011).
+var foldedCacheDeltas = `(SELECT x.project_id, x.bucket, s.shape_id AS series_id, x.fallback,
 		CASE WHEN p.calls >= 2 THEN x.prompt_hash ELSE '' END AS prompt_hash,
 		x.cost_nanos, x.nocache_cost_nanos, x.unpriced_attempts
-	FROM reprice_cache x LEFT JOIN cache_prefixes p ON p.project_id = x.project_id
+	FROM reprice_cache x JOIN series s ON s.project_id = x.project_id AND s.id = x.series_id
+		LEFT JOIN cache_prefixes p ON p.project_id = x.project_id
 		AND p.month = ` + rollup.MonthOf("x.bucket") + ` AND p.prompt_hash = x.prompt_hash) f`
 
 type applyStmt struct {

@@ -3,9 +3,11 @@ package rollup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // An ingest commit adds its rollup deltas to the pending tables (migrations 00008 and 00009)
@@ -19,11 +21,12 @@ import (
 // with nothing an ingest commit takes.
 const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 
-// foldSQL moves the pending deltas into the rollups, in two statements. The first sums the hourly
-// rows it sees per hour and local day, deletes them, and adds those sums to rollup_hourly, and
-// their sums per day to rollup_daily and, through each series' columns, to the narrow daily
-// rollups; it returns how many rollup rows it wrote. The second folds the cache groups. Every
-// upsert goes in key order, as every fold locks rows in it.
+// foldSQL moves one chunk of the pending deltas into the rollups (see chunk: $1 is the last ctid
+// folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
+// and local day, deletes them, and adds those sums to rollup_hourly, and their sums per day to
+// rollup_daily and, through each series' columns, to the narrow daily rollups. The second folds the
+// cache groups. Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
+// Every upsert goes in key order, as every fold locks rows in it.
 //
 // Each statement reads the pending rows and deletes them in separate WITH items, not through
 // DELETE … RETURNING: all parts of a statement share one snapshot, so the DELETE removes exactly the
@@ -37,47 +40,72 @@ var foldSQL = func() [2]string {
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
-	// table's key columns key, in order) unless each row of from is already one key's.
-	upsert := func(table string, key, keySel []string, from string, grouped bool) string {
-		group := ordinals(len(key))
-		vals, hist, groupBy := strings.Join(sums, ", "), "hist_sum(a.latency_hist)", " GROUP BY "+group
-		if grouped {
-			vals, hist, groupBy = strings.Join(prefixed("a.", Cols(Sums)), ", "), "a.latency_hist", ""
-		}
+	// table's key columns key, in order).
+	upsert := func(table string, key, keySel []string, from string) string {
+		group := Ordinals(len(key))
 		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
-		SELECT %[4]s, %[5]s, %[6]s FROM %[7]s%[8]s ORDER BY %[9]s
-		ON CONFLICT (%[2]s) DO UPDATE SET %[10]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
+		SELECT %[4]s, %[5]s, hist_sum(a.latency_hist) FROM %[6]s GROUP BY %[7]s ORDER BY %[7]s
+		ON CONFLICT (%[2]s) DO UPDATE SET %[8]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
 		RETURNING 1`,
-			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "), vals, hist,
-			from, groupBy, group, strings.Join(set, ", "))
+			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "),
+			strings.Join(sums, ", "), from, group, strings.Join(set, ", "))
 	}
 	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
-	// summed from b, so a day's histogram is merged once, not once per rollup.
+	// summed from b, so a day's histogram is merged once, not once per rollup. rollup_hourly and
+	// rollup_daily sum the rows onto their series' shapes.
+	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
 	steps := []string{
-		upsert("rollup_hourly", Key, prefixed("a.", Key), "a", false),
-		upsert("rollup_daily", Key, prefixed("a.", Key), "b a", true),
+		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA),
+		upsert("rollup_daily", Key, shapeSel, "b a "+seriesOfA),
 	}
 	for _, d := range DailyBy {
 		keySel := append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
-		steps = append(steps, upsert(d.Table, d.Key(), keySel, "b a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id", false))
+		steps = append(steps, upsert(d.Table, d.Key(), keySel, "b a "+seriesOfA))
 	}
 	var ctes, counts []string
 	for i, st := range steps {
 		ctes = append(ctes, fmt.Sprintf("u%d AS (%s)", i, st))
 		counts = append(counts, fmt.Sprintf("(SELECT count(*) FROM u%d)", i))
 	}
-	rollups := fmt.Sprintf(`WITH gone AS (DELETE FROM pending_rollup_hourly),
-	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM pending_rollup_hourly GROUP BY %[1]s),
+	ph := chunkOf("pending_rollup_hourly")
+	rollups := fmt.Sprintf(`WITH `+ph.with+`
+	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
 	%[3]s
-	SELECT %[4]s`, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
+	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "))
 
-	src := fmt.Sprintf(`SELECT %s, %s FROM pending_cache GROUP BY %s`,
-		strings.Join(CacheKey, ", "), strings.Join(summedAs(CacheSums), ", "), ordinals(len(CacheKey)))
-	return [2]string{rollups, "WITH gone AS (DELETE FROM pending_cache), " + cacheFoldCTEs(src) + " " + cacheFoldUpsert}
+	// The cache groups go to their series' shapes.
+	pc := chunkOf("pending_cache")
+	src := fmt.Sprintf(`SELECT p.project_id, p.bucket, s.shape_id AS series_id, p.fallback, p.prompt_hash, %s
+		FROM pending_cache p JOIN series s ON s.project_id = p.project_id AND s.id = p.series_id WHERE %s GROUP BY %s`,
+		strings.Join(summedAs(CacheSums), ", "), pc.in, Ordinals(len(CacheKey)))
+	return [2]string{rollups, "WITH " + pc.with + " " + cacheFoldCTEs(src) + ", ins AS (" + cacheFoldUpsert +
+		" RETURNING 1) SELECT (SELECT count(*) FROM ins), " + pc.taken}
 }()
+
+// chunk is how a fold statement takes one chunk of a pending table's rows: with are its first WITH
+// items (the chunk k: the ctids of up to $2 rows after the ctid $1, in physical order, read by a TID
+// range scan, then gone: their deletion), from is the FROM item of the chunk's rows (a TID scan of
+// the same ctids; aliased p), in the condition that selects them, and taken the chunk's size and its last ctid, as two columns of the statement's
+// result. The deletion and the sums read the same rows: they share the statement's snapshot and
+// the ctids, and no other statement deletes pending rows (folds hold the fold lock).
+type chunk struct{ with, from, in, taken string }
+
+func chunkOf(table string) chunk {
+	in := "ctid = ANY((SELECT t FROM k)::tid[])"
+	return chunk{
+		in: "p." + in,
+		with: fmt.Sprintf(`k AS MATERIALIZED (SELECT ARRAY(SELECT ctid FROM %[1]s WHERE ctid > $1::tid LIMIT $2) AS t),
+	gone AS (DELETE FROM %[1]s WHERE %[2]s),`, table, in),
+		from:  table + " p WHERE p." + in,
+		taken: "(SELECT cardinality(t) FROM k), (SELECT max(c) FROM k, unnest(k.t) AS c)",
+	}
+}
+
+// seriesOfA joins the rows a to their series s.
+const seriesOfA = "JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"
 
 // summedAs is each sum column summed into itself, as a fold's select list sums pending rows.
 func summedAs(sums []Sum) []string {
@@ -143,7 +171,7 @@ var cacheFoldUpsert = func() string {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8", c))
 		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", c, c, c))
 	}
-	key, group := strings.Join(CacheKey, ", "), ordinals(len(CacheKey))
+	key, group := strings.Join(CacheKey, ", "), Ordinals(len(CacheKey))
 	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (%[1]s, %[2]s)
 		SELECT %[1]s, %[3]s FROM m
 		GROUP BY %[4]s ORDER BY %[4]s
@@ -157,35 +185,102 @@ var cacheFoldUpsert = func() string {
 // it folds.
 const VacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache, pending_load_minute`
 
-// Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
-// tables, after waiting for any other fold to finish, and returns how many rollup rows it wrote.
-// Reprice and rebuild call it first in a REPEATABLE READ transaction, so the deltas they fold are
-// exactly those of the attempts they read; deltas committed later stay pending for the next fold.
-func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
+// DefaultChunk is how many pending rows of each table a fold takes in one statement: about a
+// second's work on a backlog (a fold sums and upserts some 25,000 pending rows a second on the
+// project's 2-core VM), so a backlog of any size drains in bounded steps.
+const DefaultChunk = 20_000
+
+// pendingTables are the pending tables in the order of a chunk's statements (foldSQL, LoadFoldSQL).
+var pendingTables = [3]string{"pending_rollup_hourly", "pending_cache", "pending_load_minute"}
+
+// Cursor is how far a chunked fold has come through each pending table: the last ctid it folded,
+// and whether it has reached the table's end. Rows committed meanwhile into earlier pages (space
+// a vacuum freed) are left for the next fold, which starts from the beginning again.
+type Cursor struct {
+	after [len(pendingTables)]pgtype.TID
+	done  [len(pendingTables)]bool
+}
+
+// NewCursor is a cursor at the start of every pending table.
+func NewCursor() Cursor {
+	var c Cursor
+	for i := range c.after {
+		c.after[i] = pgtype.TID{Valid: true}
+	}
+	return c
+}
+
+// Done tells whether the fold has reached the end of every pending table.
+func (c Cursor) Done() bool { return !slices.Contains(c.done[:], false) }
+
+// FoldChunk adds up to n pending rows of each table not yet done to the rollups and removes them
+// from the pending tables, after waiting for any other fold to finish (it takes the fold lock for
+// the rest of tx). It returns the cursor after the chunk and how many rollup rows it wrote. A
+// caller that commits each chunk in its own transaction makes progress however large the backlog,
+// and must keep the cursor only once tx has committed.
+func FoldChunk(ctx context.Context, tx pgx.Tx, cur Cursor, n int) (Cursor, int64, error) {
 	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-		return 0, fmt.Errorf("lock rollup fold: %w", err)
+		return cur, 0, fmt.Errorf("lock rollup fold: %w", err)
 	}
+	// A chunk is the rows after the cursor in physical order: a parallel scan would hand them out
+	// of order, and the cursor would pass rows not taken.
+	if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+		return cur, 0, fmt.Errorf("fold serially: %w", err)
+	}
+	stmts := [len(pendingTables)]string{foldSQL[0], foldSQL[1], LoadFoldSQL}
 	b := &pgx.Batch{}
-	b.Queue(foldSQL[0])
-	b.Queue(foldSQL[1])
-	b.Queue(LoadFoldSQL)
+	var queued []int
+	for i, st := range stmts {
+		if !cur.done[i] {
+			b.Queue(st, cur.after[i], n)
+			queued = append(queued, i)
+		}
+	}
 	res := tx.SendBatch(ctx, b)
-	var rollups, loads int64
-	if err := res.QueryRow().Scan(&rollups); err != nil {
-		_ = res.Close()
-		return 0, fmt.Errorf("fold pending rollups: %w", err)
-	}
-	tag, err := res.Exec()
-	if err != nil {
-		_ = res.Close()
-		return 0, fmt.Errorf("fold pending cache groups: %w", err)
-	}
-	if err := res.QueryRow().Scan(&loads); err != nil {
-		_ = res.Close()
-		return 0, fmt.Errorf("fold pending load rows: %w", err)
+	var moved int64
+	for _, i := range queued {
+		var (
+			wrote, taken int64
+			last         pgtype.TID
+		)
+		if err := res.QueryRow().Scan(&wrote, &taken, &last); err != nil {
+			_ = res.Close()
+			return cur, 0, fmt.Errorf("fold %s: %w", pendingTables[i], err)
+		}
+		moved += wrote
+		if taken < int64(n) {
+			cur.done[i] = true
+		} else {
+			cur.after[i] = last
+		}
 	}
 	if err := res.Close(); err != nil {
-		return 0, fmt.Errorf("fold pending rollups: %w", err)
+		return cur, 0, fmt.Errorf("fold pending rollups: %w", err)
 	}
-	return rollups + tag.RowsAffected() + loads, nil
+	return cur, moved, nil
 }
+
+// Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
+// tables, chunk after chunk in tx, after waiting for any other fold to finish, and returns how many
+// rollup rows it wrote. Reprice and rebuild call it first in a REPEATABLE READ transaction, so the
+// deltas they fold are exactly those of the attempts they read; deltas committed later stay
+// pending for the next fold.
+func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var total int64
+	for cur := NewCursor(); !cur.Done(); {
+		var (
+			moved int64
+			err   error
+		)
+		if cur, moved, err = FoldChunk(ctx, tx, cur, DefaultChunk); err != nil {
+			return total, err
+		}
+		total += moved
+	}
+	return total, nil
+}
+
+// PendingRowsSQL estimates how many rows wait in the pending tables, from the statistics
+// PostgreSQL keeps as rows are inserted and deleted: cheap enough for every fold to report it.
+const PendingRowsSQL = `SELECT coalesce(sum(n_live_tup), 0)::int8 FROM pg_stat_user_tables
+	WHERE relname IN ('pending_rollup_hourly', 'pending_cache', 'pending_load_minute')`

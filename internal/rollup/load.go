@@ -193,9 +193,10 @@ func headroomMerge(l string) []string {
 		l+"_remaining", l+"_limit")
 }
 
-// LoadFoldSQL moves the pending load deltas into rollup_load_minute and raises the peaks they pass,
-// in one statement, under the fold lock; it returns how many rows it wrote. As the other folds, it
-// reads the pending rows and deletes them in separate WITH items, so both see the same rows.
+// LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute and
+// raises the peaks they pass, in one statement, under the fold lock; it returns how many rows it
+// wrote, then the chunk's size and last ctid. As the other folds, it reads the pending rows and
+// deletes them in separate WITH items, so both see the same rows.
 //
 // The statement's parts share one snapshot: a WITH item reading rollup_load_minute sees it as
 // before the upsert. So the minute sums of the touched minutes (m) take the upserted rows from the
@@ -223,9 +224,10 @@ var LoadFoldSQL = func() string {
 		peakSet = append(peakSet, headroomMerge(l)...)
 	}
 	key := strings.Join(LoadKey, ", ")
-	return fmt.Sprintf(`WITH gone AS (DELETE FROM pending_load_minute),
+	pl := chunkOf("pending_load_minute")
+	return fmt.Sprintf(`WITH `+pl.with+`
 	pd AS (
-		SELECT %[1]s, max(day) AS day, %[2]s, %[3]s FROM pending_load_minute GROUP BY %[4]s
+		SELECT %[1]s, max(day) AS day, %[2]s, %[3]s FROM `+pl.from+` GROUP BY %[4]s
 	), u AS (
 		INSERT INTO rollup_load_minute AS r (%[1]s, %[5]s)
 		SELECT %[1]s, %[5]s FROM pd ORDER BY %[4]s
@@ -246,10 +248,10 @@ var LoadFoldSQL = func() string {
 		ON CONFLICT (%[7]s) DO UPDATE SET %[11]s
 		RETURNING 1
 	)
-	SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM pk)`,
-		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), ordinals(len(LoadKey)),
+	SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM pk), `+pl.taken,
+		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
 		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(peakKey, ", "), strings.Join(peakCols, ", "),
-		peaksOf("m", "pd"), ordinals(len(peakKey)), strings.Join(peakSet, ", "))
+		peaksOf("m", "pd"), Ordinals(len(peakKey)), strings.Join(peakSet, ", "))
 }()
 
 // LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:
@@ -265,6 +267,6 @@ var LoadRebuildSQL = func() [4]string {
 		`DELETE FROM rollup_load_peaks`,
 		fmt.Sprintf(`INSERT INTO rollup_load_peaks (%s, %s) %s ORDER BY %s`,
 			strings.Join(peakKey, ", "), strings.Join(peakCols, ", "), peaksOf(fmt.Sprintf(days, "m"), fmt.Sprintf(days, "h")),
-			ordinals(len(peakKey))),
+			Ordinals(len(peakKey))),
 	}
 }()

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,19 +40,19 @@ var (
 			exprs = append(exprs, "CASE WHEN count(*) = 1 THEN "+s.Expr+" END")
 		}
 		return fmt.Sprintf(`INSERT INTO cache_prefixes (project_id, month, prompt_hash, calls, series_id, fallback, bucket, %s)
-			SELECT project_id, %s, prompt_hash, count(*), CASE WHEN count(*) = 1 THEN min(series_id) END,
+			SELECT a.project_id, %s, prompt_hash, count(*), CASE WHEN count(*) = 1 THEN min(s.shape_id) END,
 				CASE WHEN count(*) = 1 THEN bool_or(fallback) END, CASE WHEN count(*) = 1 THEN min(%s) END, %s
-			FROM attempts WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+			FROM attempts a `+seriesJoin+` WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
 			strings.Join(cols, ", "), MonthOf("started_at"), HourBucketExpr, strings.Join(exprs, ", "))
 	}()
 
 	// cacheSQL counts rollup_cache_hourly: a hash used once in its month on the series' empty-hash
 	// row.
 	cacheSQL = fmt.Sprintf(`INSERT INTO rollup_cache_hourly (project_id, bucket, series_id, fallback, prompt_hash, %s, single_use)
-			SELECT project_id, %s, series_id, fallback, CASE WHEN prefix_calls >= 2 THEN prompt_hash ELSE '' END, %s,
+			SELECT project_id, %s, shape_id, fallback, CASE WHEN prefix_calls >= 2 THEN prompt_hash ELSE '' END, %s,
 				count(*) FILTER (WHERE prefix_calls = 1)
-			FROM (SELECT a.*, p.calls AS prefix_calls
-				FROM attempts a LEFT JOIN cache_prefixes p ON p.project_id = a.project_id
+			FROM (SELECT a.*, p.calls AS prefix_calls, s.shape_id
+				FROM attempts a `+seriesJoin+` LEFT JOIN cache_prefixes p ON p.project_id = a.project_id
 					AND p.month = %s AND p.prompt_hash = a.prompt_hash) a
 			WHERE %s GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2`, strings.Join(Cols(CacheSums), ", "), HourBucketExpr,
 		strings.Join(Exprs(CacheSums), ", "), MonthOf("a.started_at"), CacheWhere)
@@ -63,17 +64,20 @@ var (
 			GROUP BY 1, 2, 3, 4, 5, 6`, strings.Join(Key, ", "), strings.Join(Cols(Sums), ", "),
 		strings.Join(summed("h.", Sums), ", "))
 
-	// narrowSQL sums rollup_daily into each narrow daily rollup, once rollup_daily is recounted: they
-	// then agree by construction.
+	// narrowSQL sums rollup_daily into each narrow daily rollup that keeps no tenant, once
+	// rollup_daily is recounted: they then agree by construction.
 	narrowSQL = func() []Step {
 		var out []Step
 		for _, d := range DailyBy {
+			if d.Tenant() {
+				continue
+			}
 			out = append(out, Step{"clear " + d.Table, "DELETE FROM " + d.Table, nil},
 				Step{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
 				SELECT r.project_id, r.bucket, s.%[4]s, r.fallback, r.status, r.error_class, %[5]s, hist_sum(r.latency_hist)
 				FROM rollup_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id
 				GROUP BY %[6]s ORDER BY %[6]s`, d.Table, strings.Join(d.Key(), ", "), strings.Join(Cols(Sums), ", "),
-					strings.Join(d.Keep, ", s."), strings.Join(summed("r.", Sums), ", "), ordinals(len(d.Key()))), nil})
+					strings.Join(d.Keep, ", s."), strings.Join(summed("r.", Sums), ", "), Ordinals(len(d.Key()))), nil})
 		}
 		return out
 	}()
@@ -88,13 +92,38 @@ var (
 		(SELECT count(*) FROM rollup_cache_hourly)`
 )
 
-// countInsert counts the attempts matching where into table, bucketed by bucket. Rows are written
-// in (project, bucket) order, so the rows of a range sit on few pages, as the writer leaves them.
+// countInsert counts the attempts matching where into table, per series shape, bucketed by bucket.
+// Rows are written in (project, bucket) order, so the rows of a range sit on few pages, as the
+// writer leaves them.
 func countInsert(table, bucket, where string) string {
 	return fmt.Sprintf(`INSERT INTO %s (%s, %s, latency_hist)
-		SELECT project_id, %s, series_id, fallback, status, error_class, %s, %s
-		FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`, table, strings.Join(Key, ", "),
-		strings.Join(Cols(Sums), ", "), bucket, strings.Join(Exprs(Sums), ", "), LatencyHistExpr, where)
+		SELECT a.project_id, %s, s.shape_id, fallback, status, error_class, %s, %s
+		FROM attempts a %s WHERE %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`, table, strings.Join(Key, ", "),
+		strings.Join(Cols(Sums), ", "), bucket, strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesJoin, where)
+}
+
+// tenantSQL recounts a narrow daily rollup that keeps the tenant from the raw attempts: no
+// shape-keyed rollup holds its detail. Its rows of the local days keep are kept, the other rows
+// cleared, and the days not in skip counted from the raw attempts in the timezone tz.
+func tenantSQL(d Narrow, keep, skip []time.Time, tz string) []Step {
+	day := DayBucketExpr("$2")
+	return []Step{
+		{"clear " + d.Table, "DELETE FROM " + d.Table + " WHERE NOT (bucket = ANY($1::date[]))", []any{nonNil(keep)}},
+		{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
+			SELECT a.project_id, %[4]s, s.%[5]s, fallback, status, error_class, %[6]s, %[7]s
+			FROM attempts a %[8]s WHERE NOT (%[4]s = ANY($1::date[]))
+			GROUP BY %[9]s ORDER BY %[9]s`, d.Table, strings.Join(d.Key(), ", "), strings.Join(Cols(Sums), ", "), day,
+			strings.Join(d.Keep, ", s."), strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesJoin, Ordinals(len(d.Key()))),
+			[]any{nonNil(skip), tz}},
+	}
+}
+
+// nonNil is days, or an empty list for none: SQL's NULL array would match no day.
+func nonNil(days []time.Time) []time.Time {
+	if days == nil {
+		return []time.Time{}
+	}
+	return days
 }
 
 // summed is sum(alias.col) of each of sums, in order.
@@ -144,6 +173,14 @@ func RebuildSteps(r Recount) []Step {
 		steps = append(steps, Step{"recount kept days", dailyFromHourlySQL, []any{r.Timezone, r.FromHourly}})
 	}
 	steps = append(steps, narrowSQL...)
+	// The tenant rollups keep their rows of the days whose raw attempts are gone, as rollup_daily
+	// does; in another timezone those days cannot be recounted (no hourly rollup keeps tenants),
+	// so their tenant rows are dropped rather than counted in two timezones.
+	for _, d := range DailyBy {
+		if d.Tenant() {
+			steps = append(steps, tenantSQL(d, r.KeepDays, slices.Concat(r.KeepDays, r.FromHourly), r.Timezone)...)
+		}
+	}
 	steps = append(steps, Step{"clear load minutes", LoadRebuildSQL[0], covered},
 		Step{"count load minutes", LoadRebuildSQL[1], nil},
 		Step{"clear load peaks", LoadRebuildSQL[2], nil},

@@ -7,12 +7,18 @@
 //
 // # Tables
 //
-// rollup_hourly and rollup_daily sum attempts per series (series_id), fallback flag, status and
-// error class, per UTC hour and per local day (in the timezone stored in settings 'timezone').
-// The narrow daily rollups (DailyBy) sum rollup_daily over every series column but a few, for
-// questions that need no other. rollup_cache_hourly counts the attempts that used the prompt cache
-// or named a prompt_hash, per series and hash (a hash used once in its UTC month is counted on its
-// series' empty-hash row, see migration 00005; cache_prefixes tracks each hash's calls).
+// rollup_hourly and rollup_daily sum attempts per series shape (series_id holds the shape: the
+// series with no tenant, series.shape_id, migration 00011), fallback flag, status and error class,
+// per UTC hour and per local day (in the timezone stored in settings 'timezone'). Keyed by the
+// whole series they would keep about a row per attempt when the tenants are many. The narrow daily
+// rollups (DailyBy) sum the days over every series column but a few, for questions that need no
+// other; the tenant ones are the only rollups that keep the tenant. rollup_cache_hourly counts the
+// attempts that used the prompt cache or named a prompt_hash, per series shape and hash (a hash
+// used once in its UTC month is counted on its shape's empty-hash row, see migration 00005;
+// cache_prefixes tracks each hash's calls).
+//
+// The pending tables keep the whole series: a fold sums each pending row onto its shape for the
+// shape-keyed rollups and by the kept columns, tenant included, for the narrow ones.
 //
 // The load rollup (load.go) counts requests, 429s and tokens per minute, org, provider, model and
 // service, with the lowest rate-limit headroom reported, and keeps each day's busiest minute per
@@ -41,6 +47,12 @@ const (
 	CacheHashExpr = "coalesce(prompt_hash, '')"
 )
 
+// ShapeOf is the SQL for the shape of the series whose id is the expression id in project
+// expression project: what the shape-keyed rollups key a series by.
+func ShapeOf(project, id string) string {
+	return "(SELECT shape_id FROM series WHERE project_id = " + project + " AND id = " + id + ")"
+}
+
 // DayBucketExpr is the local date of an attempt in the timezone given by the SQL expression tz.
 func DayBucketExpr(tz string) string { return "(started_at AT TIME ZONE " + tz + ")::date" }
 
@@ -68,7 +80,7 @@ var (
 // Narrow is a daily rollup summed over every series column but Keep: keyed by project, local day
 // (bucket), the kept series columns, fallback, status and error class, with rollup_daily's sums and
 // histogram. A question that needs no other series column reads it instead of rollup_daily, which
-// has about ten times the rows.
+// has about ten times the rows. The tenant rollups are the only rollups that keep the tenant.
 type Narrow struct {
 	Table string
 	Keep  []string // series columns, in key order
@@ -80,7 +92,12 @@ var DailyBy = []Narrow{
 	{"rollup_daily_model", []string{"provider", "model", "fallback_from"}},
 	{"rollup_daily_service", []string{"service", "operation"}},
 	{"rollup_daily_tenant", []string{"tenant"}},
+	{"rollup_daily_tenant_model", []string{"tenant", "provider", "model", "fallback_from"}},
 }
+
+// Tenant tells whether the rollup keeps the tenant: then no shape-keyed rollup can recount it, and
+// a rebuild counts it from the raw attempts.
+func (n Narrow) Tenant() bool { return slices.Contains(n.Keep, "tenant") }
 
 // Key is the rollup's primary key, in order: the columns rebuild groups by, reprice adds its
 // deltas on and a fold sums pending_rollup_hourly's rows by.
@@ -111,13 +128,13 @@ func PendingFrom(src, tz string) string {
 		SELECT project_id, %[8]s, series_id, fallback, %[9]s, %[10]s FROM %[5]s WHERE %[11]s GROUP BY %[12]s
 	), %[13]s`,
 		strings.Join(slices.Concat(PendingKey, Cols(Sums)), ", "), strings.Join(keySel, ", "),
-		strings.Join(Exprs(Sums), ", "), LatencyHistExpr, src, ordinals(len(PendingKey)),
+		strings.Join(Exprs(Sums), ", "), LatencyHistExpr, src, Ordinals(len(PendingKey)),
 		strings.Join(PendingCacheCols, ", "), HourBucketExpr, CacheHashExpr, strings.Join(Exprs(CacheSums), ", "),
-		CacheWhere, ordinals(len(CacheKey)), loadPendingFrom(src, tz))
+		CacheWhere, Ordinals(len(CacheKey)), loadPendingFrom(src, tz))
 }
 
-// ordinals are the select-list positions 1 to n, as a GROUP BY or ORDER BY names them.
-func ordinals(n int) string {
+// Ordinals are the select-list positions 1 to n, as a GROUP BY or ORDER BY names them.
+func Ordinals(n int) string {
 	out := make([]string, n)
 	for i := range out {
 		out[i] = fmt.Sprint(i + 1)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/big"
 	"time"
 
@@ -37,6 +38,41 @@ type Options struct {
 	Timezone *time.Location
 	// Price prices each attempt, as the ingest writer would (required).
 	Price ingest.PriceFunc
+	// Spread, when set, spreads the calls over many tenants, services and models: the ledger of a
+	// SaaS that attributes spend per customer, whose series are many.
+	Spread *Spread
+}
+
+// Spread spreads synthetic calls over Tenants tenants, Services services and the twelve models of
+// SpreadModels, each call (all its attempts) on one of each, picked from its request id.
+type Spread struct {
+	Tenants, Services int
+}
+
+// SpreadModels are the priced catalog models a Spread ledger calls.
+var SpreadModels = [][2]string{
+	{"anthropic", "claude-haiku-5-5"}, {"anthropic", "claude-sonnet-5-5"}, {"anthropic", "claude-sonnet-5"},
+	{"anthropic", "claude-opus-5-5"}, {"anthropic", "claude-sonnet-4-6"}, {"anthropic", "claude-sonnet-4-5"},
+	{"anthropic", "claude-haiku-4-5"}, {"openai", "gpt-4o"}, {"openai", "gpt-6-sol"}, {"openai", "gpt-6-luna"},
+	{"openai", "gpt-6.1-sol"}, {"gemini", "gemini-4-argon"},
+}
+
+// apply moves a call's attempt to its tenant, service and model. A fallback attempt keeps its
+// model and names the call's primary model as the one it stands in for.
+func (s *Spread) apply(a *schema.Attempt) {
+	h := fnv.New64a()
+	h.Write([]byte(a.RequestID))
+	n := h.Sum64()
+	a.Tenant = fmt.Sprintf("tenant-%05d", n%uint64(s.Tenants))
+	n /= uint64(s.Tenants)
+	a.Service = fmt.Sprintf("service-%02d", n%uint64(s.Services))
+	n /= uint64(s.Services)
+	m := SpreadModels[n%uint64(len(SpreadModels))]
+	if a.Fallback {
+		a.FallbackFrom = m[1]
+		return
+	}
+	a.Provider, a.Model = m[0], m[1]
 }
 
 // Result tells what Load built.
@@ -111,6 +147,9 @@ func Load(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 		for _, a := range gens[i].Next() {
 			if left == 0 {
 				break
+			}
+			if opt.Spread != nil {
+				opt.Spread.apply(&a)
 			}
 			batch = append(batch, record{project: res.Projects[i].ID, a: a})
 			res.Records[i]++

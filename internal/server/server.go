@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -151,11 +152,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// fresh folds the rollup deltas this replica committed before a read (a GET other than the
-// health checks and static assets, which read no ledger), so an answer counts every record
-// ledgerd acknowledged before it was asked.
-// Nothing is folded when nothing was committed since the last fold; should the fold fail, the read
-// goes on and answers from the rollups as they are.
+// fresh waits, before a read (a GET other than the health checks and static assets, which read no
+// ledger), for the rollups to count the records this replica committed, so an answer counts every
+// record ledgerd acknowledged before it was asked. The wait is bounded (ingest.Options.ReadWait):
+// behind a backlog the read answers from the rollups as they are, with the header
+// Ledgerd-Rollups-Behind giving the lag in seconds.
 func (s *Server) fresh(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
@@ -164,10 +165,17 @@ func (s *Server) fresh(next echo.HandlerFunc) echo.HandlerFunc {
 			if err := s.opt.Writer.Sync(r.Context()); err != nil {
 				s.opt.Logger.Warn("fold rollups before a read", "path", r.URL.Path, "err", err)
 			}
+			if lag := s.opt.Writer.Behind(); lag > 0 {
+				c.Response().Header().Set(BehindHeader, strconv.FormatFloat(lag.Seconds(), 'f', 1, 64))
+			}
 		}
 		return next(c)
 	}
 }
+
+// BehindHeader is the header of a read answered while the rollups lag behind this replica's
+// commits: the lag in seconds (see Server.fresh).
+const BehindHeader = "Ledgerd-Rollups-Behind"
 
 // APIError is the JSON body of every error ledgerd answers.
 type APIError struct {
