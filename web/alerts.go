@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ledgerd/ledgerd/alerts"
+	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/server"
 )
 
@@ -27,7 +28,9 @@ type alertsData struct {
 	Enabled bool
 	List    alerts.ListResponse
 	Rules   []alerts.Rule
-	tz      *time.Location
+	// IncidentOf links an alert (by fingerprint) to the incident it belongs to.
+	IncidentOf map[string]string
+	tz         *time.Location
 }
 
 // when formats an instant in the ledger's timezone.
@@ -73,10 +76,37 @@ func (h *Handler) alertsPage(c echo.Context) error {
 		if d.List, err = h.opt.Alerts.List(c.Request().Context(), p.ID, historyShown); err != nil {
 			return h.dataError(err)
 		}
+		if d.IncidentOf, err = h.alertIncidents(c.Request().Context(), p.ID, d.List.Alerts); err != nil {
+			return h.dataError(err)
+		}
 	}
 	fr := h.page(c, "Alerts")
 	fr.Filter = v
 	return h.render(c, 200, alertsView(fr, d))
+}
+
+// alertIncidents links each of the alerts to its incident, found among the incidents from an hour
+// before the earliest became active (30 days back at most) to now.
+func (h *Handler) alertIncidents(ctx context.Context, projectID int64, list []alerts.AlertView) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	now := h.now()
+	from := now
+	for _, a := range list {
+		if a.ActiveSince.Before(from) {
+			from = a.ActiveSince
+		}
+	}
+	from = from.Add(-time.Hour)
+	if limit := now.AddDate(0, 0, -30); from.Before(limit) {
+		from = limit
+	}
+	found, err := h.opt.Analytics.Incidents(ctx, analytics.Filter{ProjectID: projectID, From: from, To: now.Add(time.Hour)})
+	if err != nil {
+		return nil, err
+	}
+	return alertLinks(list, found.Incidents, now), nil
 }
 
 // scopeText says what an alert covers, for people: its scope labels as "service router ·

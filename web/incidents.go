@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,14 +139,28 @@ func recovery(s *int64) string {
 	return fmt.Sprintf("%d s", *s)
 }
 
-// alertIncident is the incident a fired alert belongs to: one that was going on while it was
-// active and whose scope holds the alert's model and service, where it names them; nil when none.
+// incidentKinds are the incident kinds each alert kind may belong to.
+var incidentKinds = map[alerts.Kind][]string{
+	alerts.KindDailySpend:      {analytics.KindSpendSpike},
+	alerts.KindMonthlyBudget:   {analytics.KindSpendSpike},
+	alerts.KindAttemptsPerCall: {analytics.KindRetryStorm, analytics.KindErrorSpike},
+	alerts.KindCacheBroken:     {analytics.KindCacheBroken},
+	alerts.KindErrors:          {analytics.KindErrorSpike, analytics.KindRetryStorm, analytics.KindFallbackSurge},
+	alerts.KindHeadroom:        {analytics.KindErrorSpike, analytics.KindRetryStorm},
+}
+
+// alertIncident is the incident a fired alert belongs to: one of a kind the alert's kind may
+// belong to, going on while the alert was active (from an hour before), whose scope holds the
+// alert's model and service where both name them; nil when none.
 func alertIncident(a alerts.AlertView, list []analytics.Incident, now time.Time) *analytics.Incident {
 	end := now
 	if a.ResolvedAt != nil {
 		end = *a.ResolvedAt
 	}
 	for i, in := range list {
+		if !slices.Contains(incidentKinds[alerts.Kind(a.Kind)], in.Kind) {
+			continue
+		}
 		if in.StartedAt.After(end) || (in.EndedAt != nil && in.EndedAt.Before(a.ActiveSince.Add(-time.Hour))) {
 			continue
 		}

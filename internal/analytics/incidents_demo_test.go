@@ -65,5 +65,21 @@ func TestDemoIncidents(t *testing.T) {
 	if storm == nil || storm.EndedAt != nil || storm.StartedAt.Before(now.Add(-46*time.Minute)) || storm.StartedAt.After(now.Add(-40*time.Minute)) {
 		t.Errorf("haiku's storm: %s, want open since about 45 minutes ago", js(storm))
 	}
+	// "Last hour" shows the storm minute by minute: haiku's calls take one attempt or so before it,
+	// two or more in every minute of it after the first (whose calls' retries fall in the next).
+	sum, err := s.Summary(ctx, analytics.Filter{ProjectID: res.Projects[0].ID, From: now.Add(-time.Hour), To: now,
+		Model: synth.Haiku55.Name}, analytics.ByMinute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range sum.Groups {
+		storm := g.Key.Minute.After(now.Add(-45 * time.Minute))
+		if g.Key.Minute.Equal(now.Add(-45 * time.Minute)) {
+			continue
+		}
+		if apc := g.AttemptsPerCall; apc != nil && g.Requests >= 3 && (*apc >= 2) != storm {
+			t.Errorf("minute %v: %.2f attempts per call (storm %v)", g.Key.Minute, *apc, storm)
+		}
+	}
 	t.Logf("%d incidents in the demo's 30 days", len(list.Incidents))
 }

@@ -58,6 +58,11 @@ func TestSummaryByMinute(t *testing.T) {
 				if g.Key.Minute == nil || !g.Key.Minute.Equal(w.minute) || int64(*g.CostUSD) != w.cost || g.Errors["server_error"] != w.errs {
 					t.Errorf("group %d: %s, want %v", i, js(g), w)
 				}
+				// Latencies are those of the succeeded attempts (1000 ms each), none for a minute
+				// of failures only.
+				if ok := g.Succeeded > 0; ok != (g.LatencyMS != nil) || ok && g.LatencyMS.P50 != bucketMid(1000) {
+					t.Errorf("group %d latency: %s", i, js(g.LatencyMS))
+				}
 			}
 		})
 	}

@@ -918,7 +918,7 @@ func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]
 		return nil, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
 	}
 	p := planFor(g, f)
-	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly)))
+	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly || p.raw)))
 	if err != nil {
 		return nil, err
 	}
