@@ -243,7 +243,7 @@ func TestAlertsShown(t *testing.T) {
 	}
 	page := s.get(t, s.keyAcme, "/alerts", http.StatusOK)
 	firing := findAll(find(page, byTestID("alerts")), byAttr("data-state", "firing"))
-	if len(firing) != 1 || !strings.Contains(text(firing[0]), "service=digest-mailer") {
+	if len(firing) != 1 || !strings.Contains(text(firing[0]), "service digest-mailer") {
 		t.Errorf("alerts table: %d firing rows: %q", len(firing), text(find(page, byTestID("alerts"))))
 	} else if href := attr(find(firing[0], byTestID("alert-incident")), "href"); !strings.HasPrefix(href, "/incidents#cache_broken-") {
 		t.Errorf("the firing alert's row links to %q, want its incident", href)
