@@ -231,7 +231,7 @@ func TestAlertsShown(t *testing.T) {
 	}
 	page := s.get(t, s.keyAcme, "/alerts", http.StatusOK)
 	firing := findAll(find(page, byTestID("alerts")), byAttr("data-state", "firing"))
-	if len(firing) != 1 || !strings.Contains(text(firing[0]), "service=digest-mailer") {
+	if len(firing) != 1 || !strings.Contains(text(firing[0]), "model claude-sonnet-5-5 · service digest-mailer · operation weekly-digest") {
 		t.Errorf("alerts table: %d firing rows: %q", len(firing), text(find(page, byTestID("alerts"))))
 	}
 	if got := len(findAll(find(find(page, byTestID("rules")), byTag("tbody")), byTag("tr"))); got != 3 {
