@@ -226,3 +226,14 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestPublicURLChecked checks that a --public-url alert links could not open is refused at start,
+// naming it, before the port or a database is touched.
+func TestPublicURLChecked(t *testing.T) {
+	t.Parallel()
+	err := app.Run(context.Background(), app.Options{PublicURL: "ledgerd.local", Listen: "127.0.0.1:0",
+		DataDir: filepath.Join(t.TempDir(), "data"), Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), `public URL "ledgerd.local" must be an http(s) URL`) {
+		t.Errorf("Run: %v", err)
+	}
+}
