@@ -77,8 +77,15 @@ func TestPageFigures(t *testing.T) {
 		{name: "healthy cache saved", path: "/cache", table: "caches", row: "search/summarize/claude-sonnet-5-5/search-v7", col: "savings", want: "$1.66 saved"},
 		{name: "healthy cache hit ratio", path: "/cache", table: "caches", row: "search/summarize/claude-sonnet-5-5", col: "hit-ratio", want: "90.0%"},
 		{name: "healthy cache status", path: "/cache", table: "caches", row: "search/summarize/claude-sonnet-5-5", col: "status", want: "reading"},
-		{name: "broken count", path: "/cache", testid: "broken-count", want: "2"},
+		// digest-mailer's broken cache shows on its model's row and its hash's: one broken cache.
+		{name: "broken count", path: "/cache", testid: "broken-count", want: "1"},
+		{name: "broken since", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5/digest-v2", col: "broken-since", want: "2026-11-18 08:00"},
+		{name: "extra cost since broken", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5", col: "extra-cost", want: "$0.50"},
 		{name: "broken cache explained", path: "/cache", table: "caches", row: "digest-mailer/weekly-digest/claude-sonnet-5-5", col: "status", want: "broken"},
+
+		// Calls by attempts: b1 (a 429, then an answer) and f1 (sonnet fails, gpt-4o answers) took two.
+		{name: "calls by attempts", path: "/reliability", table: "calls-by-attempts", row: "2", col: "calls", want: "2"},
+		{name: "single-attempt calls", path: "/reliability", table: "calls-by-attempts", row: "1", col: "calls", want: "26"},
 
 		// Reliability: fallback answers kept apart from the primary model.
 		{name: "error rate", path: "/reliability", testid: "error-rate", want: "6.7%"},
@@ -225,14 +232,21 @@ func TestAlertsShown(t *testing.T) {
 		t.Fatalf("evaluate: led %v, %v", led, err)
 	}
 	overview := s.get(t, s.keyAcme, "/", http.StatusOK)
-	const want = "warning cache-broken : Prompt cache written 10 times and never read on digest-mailer/weekly-digest on claude-sonnet-5-5"
+	// The alert links to its incident: digest-mailer's cache, broken since 11-18.
+	const want = "warning cache-broken : Prompt cache written 10 times and never read on digest-mailer/weekly-digest on claude-sonnet-5-5 incident"
 	if got := testText(overview, "firing-alerts"); got != want {
 		t.Errorf("overview's firing alerts: %q", got)
+	}
+	if href := attr(find(overview, byTestID("alert-incident")), "href"); !strings.HasPrefix(href, "/incidents#cache_broken-") ||
+		!strings.HasSuffix(href, "/digest-mailer/weekly-digest") {
+		t.Errorf("the alert links to %q, want digest-mailer's broken cache", href)
 	}
 	page := s.get(t, s.keyAcme, "/alerts", http.StatusOK)
 	firing := findAll(find(page, byTestID("alerts")), byAttr("data-state", "firing"))
 	if len(firing) != 1 || !strings.Contains(text(firing[0]), "model claude-sonnet-5-5 · service digest-mailer · operation weekly-digest") {
 		t.Errorf("alerts table: %d firing rows: %q", len(firing), text(find(page, byTestID("alerts"))))
+	} else if href := attr(find(firing[0], byTestID("alert-incident")), "href"); !strings.HasPrefix(href, "/incidents#cache_broken-") {
+		t.Errorf("the firing alert's row links to %q, want its incident", href)
 	}
 	if got := len(findAll(find(find(page, byTestID("rules")), byTag("tbody")), byTag("tr"))); got != 3 {
 		t.Errorf("rules table lists %d rules, want the 3 default ones", got)
