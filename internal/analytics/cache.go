@@ -85,7 +85,7 @@ var cacheModelSQL = func() string {
 // (they are counted on the series' empty-hash rows, see migration 00005), so a cache broken by a
 // new hash on every call costs one row per series and hour, not one per call. The rollup rows are
 // added up on a small integer standing for their (service, operation, provider, model), so the
-// grouping never compares names.
+// grouping never compares names; only the series shapes are ranked, as the rollup keys by them.
 var cacheHashSQL = func() string {
 	var sums, cols, zeros []string
 	for _, c := range cacheCols {
@@ -96,7 +96,7 @@ var cacheHashSQL = func() string {
 	return `WITH m AS (
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = @project AND ` + seriesFilter + `
+		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
 	), h AS MATERIALIZED (
 		SELECT m.model_id, c.fallback, c.prompt_hash, ` + strings.Join(sums, ", ") + `, sum8(c.single_use) AS single_use
 		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id

@@ -39,7 +39,7 @@ var cacheSinceSQL = func() string {
 	return `WITH m AS (
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = @project AND ` + seriesFilter + `
+		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
 	), h AS MATERIALIZED (
 		SELECT m.model_id, c.fallback, c.prompt_hash, c.bucket, ` + strings.Join(summed, ", ") + `
 		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
