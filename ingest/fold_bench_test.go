@@ -71,7 +71,8 @@ func BenchmarkFoldBacklog(b *testing.B) {
 	recs := manyTenants(*backlogRecords, time.Date(2026, 11, 4, 15, 0, 0, 0, time.UTC))
 	for b.Loop() {
 		single, _ := backlog(b, recs, ingest.Options{})
-		pool, w := backlog(b, recs, ingest.Options{})
+		// Reads wait as long as ledgerd serve's default --fold-wait lets them.
+		pool, w := backlog(b, recs, ingest.Options{ReadWait: 750 * time.Millisecond})
 		var pending int64
 		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pending_rollup_hourly) + (SELECT count(*) FROM pending_cache)
 			+ (SELECT count(*) FROM pending_load_minute)`).Scan(&pending); err != nil {
