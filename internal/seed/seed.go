@@ -44,13 +44,13 @@ type Options struct {
 }
 
 // Spread spreads synthetic calls over Tenants tenants, Services services and the twelve models of
-// SpreadModels, each call (all its attempts) on one of each, picked from its request id.
+// spreadModels, each call (all its attempts) on one of each, picked from its request id.
 type Spread struct {
 	Tenants, Services int
 }
 
-// SpreadModels are the priced catalog models a Spread ledger calls.
-var SpreadModels = [][2]string{
+// spreadModels are the priced catalog models a Spread ledger calls.
+var spreadModels = [][2]string{
 	{"anthropic", "claude-haiku-5-5"}, {"anthropic", "claude-sonnet-5-5"}, {"anthropic", "claude-sonnet-5"},
 	{"anthropic", "claude-opus-5-5"}, {"anthropic", "claude-sonnet-4-6"}, {"anthropic", "claude-sonnet-4-5"},
 	{"anthropic", "claude-haiku-4-5"}, {"openai", "gpt-4o"}, {"openai", "gpt-6-sol"}, {"openai", "gpt-6-luna"},
@@ -67,7 +67,7 @@ func (s *Spread) apply(a *schema.Attempt) {
 	n /= uint64(s.Tenants)
 	a.Service = fmt.Sprintf("service-%02d", n%uint64(s.Services))
 	n /= uint64(s.Services)
-	m := SpreadModels[n%uint64(len(SpreadModels))]
+	m := spreadModels[n%uint64(len(spreadModels))]
 	if a.Fallback {
 		a.FallbackFrom = m[1]
 		return
