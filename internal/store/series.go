@@ -66,11 +66,16 @@ func (s *Store) SeriesIDs(ctx context.Context, keys []SeriesKey) ([]int64, error
 // createSeriesSQL creates the series of the keys given as arrays that do not exist yet and returns
 // the id of each, in one statement however many keys: a ledger with thousands of tenants meets new
 // series in most commits of a backfill. DO UPDATE (not DO NOTHING) returns the id even when the
-// series exists or another replica created it a moment ago; the keys go in order, so concurrent
-// commits lock existing series in the same order. The series_shape trigger gives each its shape.
-const createSeriesSQL = `INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
-	SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-		AS k(project_id, tenant, service, operation, provider, model, fallback_from)
+// series exists or another replica created it a moment ago. Each key's shape (the key without its
+// tenant) is in the list too, and the list goes in order, so the shapes come first and concurrent
+// commits take every row, shapes included, in the same order: none waits for another in a cycle.
+// The series_shape trigger then finds each key's shape.
+const createSeriesSQL = `WITH k AS (
+		SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+			AS k(project_id, tenant, service, operation, provider, model, fallback_from)
+	)
+	INSERT INTO series (project_id, tenant, service, operation, provider, model, fallback_from)
+	SELECT * FROM k UNION SELECT project_id, '', service, operation, provider, model, fallback_from FROM k
 	ORDER BY 1, 2, 3, 4, 5, 6, 7
 	ON CONFLICT (project_id, tenant, service, operation, provider, model, fallback_from)
 	DO UPDATE SET tenant = excluded.tenant
@@ -94,17 +99,20 @@ func (s *Store) createSeries(ctx context.Context, keys []SeriesKey, ids map[Seri
 		id int64
 		k  SeriesKey
 	)
-	n := 0
+	got := make(map[SeriesKey]int64, len(keys))
 	if _, err := pgx.ForEachRow(rows, []any{&id, &k.ProjectID, &k.Tenant, &k.Service, &k.Operation, &k.Provider, &k.Model,
 		&k.FallbackFrom}, func() error {
-		ids[k] = id
-		n++
+		got[k] = id
 		return nil
 	}); err != nil {
 		return fmt.Errorf("resolve series: %w", err)
 	}
-	if n != len(keys) {
-		return fmt.Errorf("resolve series: %d ids for %d series", n, len(keys))
+	for _, k := range keys {
+		id, ok := got[k]
+		if !ok {
+			return fmt.Errorf("resolve series: no id for %+v", k)
+		}
+		ids[k] = id
 	}
 	return nil
 }
