@@ -85,7 +85,7 @@ var cacheModelSQL = func() string {
 // (they are counted on the series' empty-hash rows, see migration 00005), so a cache broken by a
 // new hash on every call costs one row per series and hour, not one per call. The rollup rows are
 // added up on a small integer standing for their (service, operation, provider, model), so the
-// grouping never compares names; only the series shapes are ranked, as the rollup keys by them.
+// grouping never compares names (cacheShapesSQL).
 var cacheHashSQL = func() string {
 	var sums, cols, zeros []string
 	for _, c := range cacheCols {
@@ -93,11 +93,7 @@ var cacheHashSQL = func() string {
 		cols = append(cols, "o."+c)
 		zeros = append(zeros, "0")
 	}
-	return `WITH m AS (
-		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
-			s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
-	), h AS MATERIALIZED (
+	return `WITH m AS (` + cacheShapesSQL + `), h AS MATERIALIZED (
 		SELECT m.model_id, c.fallback, c.prompt_hash, ` + strings.Join(sums, ", ") + `, sum8(c.single_use) AS single_use
 		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
 		WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to
@@ -113,6 +109,15 @@ var cacheHashSQL = func() string {
 	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.single_use, ` + strings.Join(cols, ", ") + `
 	FROM o JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)`
 }()
+
+// cacheShapesSQL ranks the series shapes the filter selects by (service, operation, provider,
+// model): the small integer (model_id) the cache queries add rollup_cache_hourly's rows up on, which
+// keys them by shape (migration 00011), so only the shapes are ranked, not every tenant's series.
+const cacheShapesSQL = `
+		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
+			s.service, s.operation, s.provider, s.model
+		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
+	`
 
 // sumsOfCols is the sum of each of cols over the rows aliased r, as bigint.
 func sumsOfCols(r string, cols []string) string {

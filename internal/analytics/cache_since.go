@@ -36,11 +36,7 @@ var cacheSinceSQL = func() string {
 	for _, c := range strings.Split(cols, ", ") {
 		summed = append(summed, fmt.Sprintf("sum8(%[1]s) AS %[1]s", c))
 	}
-	return `WITH m AS (
-		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
-			s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
-	), h AS MATERIALIZED (
+	return `WITH m AS (` + cacheShapesSQL + `), h AS MATERIALIZED (
 		SELECT m.model_id, c.fallback, c.prompt_hash, c.bucket, ` + strings.Join(summed, ", ") + `
 		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
 		WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to

@@ -229,11 +229,7 @@ func rawCols(cols string) string {
 	if cols == "latency_hist" {
 		return rollup.LatencyHistExpr + " AS latency_hist"
 	}
-	var out []string
-	for _, s := range rollup.Sums {
-		out = append(out, "("+s.Expr+")::int8 AS "+s.Col)
-	}
-	return strings.Join(out, ", ")
+	return rollup.RawSums()
 }
 
 // rawEdges is rawEdgesSQL for the rows keeping the series columns keep.
@@ -308,17 +304,9 @@ func narrowPlan(keep []string, src func(cols, where string) string, raw bool) pl
 var (
 	// bySeries reads rollup_daily and rollup_hourly, with their series s: it answers every summary
 	// but those naming a tenant, as those rollups keep the series' shapes.
-	bySeries = plan{
-		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
-	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), "") + `) r
-	JOIN series s ON s.project_id = @project AND s.id = r.series_id
-	WHERE ` + seriesFilter + `
-	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
-		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
-	FROM (` + fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'") + `) r
-	JOIN series s ON s.project_id = @project AND s.id = r.series_id
-	WHERE ` + seriesFilter,
-	}
+	bySeries = seriesPlan(fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), ""),
+		fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'"))
+
 	// narrowPlans read whole days from a narrow daily rollup each (rollup.DailyBy, in order), about
 	// a tenth of rollup_daily's rows; those that keep the tenant read their edge hours from the raw
 	// attempts, as no hourly rollup keeps tenants.
@@ -346,19 +334,24 @@ var (
 // expressions (rollup.RawRowsSQL), with their series s: it answers summaries grouped by minute.
 var byMinute = func() plan {
 	bucket, where := rollup.MinuteBucketSQL("@step::interval"), "project_id = @project AND started_at >= @raw_from AND started_at < @raw_to"
-	src := rollup.RawRowsSQL(bucket, where)
+	return seriesPlan(rollup.RawRowsSQL(bucket, where), rollup.RawHistSQL(bucket, where))
+}()
+
+// seriesPlan is the plan over rows keyed by series id, joined to their series s: sums yields the
+// rows with sumCols, hists the succeeded rows' latency histograms.
+func seriesPlan(sums, hists string) plan {
 	return plan{
 		sums: `SELECT %[1]s r.fallback, r.status::text, r.error_class::text, ` + sumsOf("r") + `
-	FROM (` + src + `) r
+	FROM (` + sums + `) r
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
 	WHERE ` + seriesFilter + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
-	FROM (` + rollup.RawHistSQL(bucket, where) + `) r
+	FROM (` + hists + `) r
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
 	WHERE ` + seriesFilter,
 	}
-}()
+}
 
 // seriesAlias is where the plan's series columns are read: the narrow rollup itself (r), or the
 // series dictionary joined to rollup_daily (s).

@@ -21,12 +21,18 @@ func MinuteBucketSQL(step string) string {
 // fallback flag, status and error class: the columns series_id, fallback, status, error_class,
 // minute, then each of Sums by its column name.
 func RawRowsSQL(bucket, where string) string {
+	return fmt.Sprintf(`SELECT series_id, fallback, status, error_class, %s AS minute, %s
+	FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5`, bucket, RawSums(), where)
+}
+
+// RawSums is the select list of each of Sums counted over raw attempts, as bigint, named by its
+// column: what a question the rollups cannot answer sums instead.
+func RawSums() string {
 	sums := make([]string, len(Sums))
 	for i, s := range Sums {
 		sums[i] = "(" + s.Expr + ")::int8 AS " + s.Col
 	}
-	return fmt.Sprintf(`SELECT series_id, fallback, status, error_class, %s AS minute, %s
-	FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5`, bucket, strings.Join(sums, ", "), where)
+	return strings.Join(sums, ", ")
 }
 
 // RawHistSQL is the SELECT of the latency histograms of the succeeded attempts that where selects,
