@@ -462,6 +462,18 @@ func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
+// foldPending folds the rollup deltas still pending, as ledgerd does before a read it answers:
+// the last commits of a run (or of a killed ledgerd) may be a fold away from the rollups.
+func foldPending(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := rollup.Fold(ctx, tx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // verify reads the ledger of a project back, compares it with the ack log, logs the figures, and
 // fails the test if any acknowledged record is missing, any record is counted twice, or any billed
 // total differs from the truth.
@@ -469,14 +481,7 @@ func verify(t *testing.T, pool *pgxpool.Pool, projectID int64, r *report, acks [
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// Fold the rollup deltas still pending, as ledgerd does before any read it answers: the last
-	// commits of a run (or of a killed ledgerd) may be a fold away from the rollups.
-	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := rollup.Fold(ctx, tx)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	foldPending(ctx, t, pool)
 	got, err := readLedger(ctx, pool, projectID, acks)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/load"
-	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/synth"
 	"github.com/ledgerd/ledgerd/money"
 )
@@ -68,12 +67,7 @@ func TestStandbyReads(t *testing.T) {
 	maxLag := lag.stop()
 
 	// Fold what is pending, as ledgerd does before a read, so both servers hold the final rollups.
-	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := rollup.Fold(ctx, tx)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	foldPending(ctx, t, pool)
 	waitReplayed(t, pool, onStandby)
 	onPrimaryTotals, err := readTotals(ctx, pool, p.ID)
 	if err != nil {
@@ -380,12 +374,7 @@ func verifyConsistent(t *testing.T, pool *pgxpool.Pool, projectID int64, r *repo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := rollup.Fold(ctx, tx)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	foldPending(ctx, t, pool)
 	got, err := readLedger(ctx, pool, projectID, acks)
 	if err != nil {
 		t.Fatal(err)
