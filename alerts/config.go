@@ -570,8 +570,13 @@ func parseRule(n *yaml.Node, i int) (Rule, error) {
 			return r, errAt(m.value("projection_after"), "%s: projection_after must be more than 0 and less than a day (projection: false turns the projection off)", where)
 		}
 	case KindAttemptsPerCall, KindCacheBroken:
-		if m.has("window") && (r.Window < time.Minute || r.Window > 31*24*time.Hour) {
-			return r, errAt(m.value("window"), "%s: window must be from 1m to 31d", where)
+		// attempts_per_call reads rollup_hourly, which keeps its hours rollup.HourlyKeep (8 days).
+		longest, why := 31*24*time.Hour, ""
+		if r.Kind == KindAttemptsPerCall {
+			longest, why = 7*24*time.Hour, " (hourly detail by service is kept 8 days)"
+		}
+		if m.has("window") && (r.Window < time.Minute || r.Window > longest) {
+			return r, errAt(m.value("window"), "%s: window must be from 1m to %dd%s", where, longest/(24*time.Hour), why)
 		}
 		if r.Threshold != nil && (r.Threshold.Cmp(big.NewRat(1, 1)) < 0 || r.Threshold.Cmp(big.NewRat(10_000, 1)) > 0) {
 			return r, errAt(m.value("threshold"), "%s: threshold is attempts per logical call and must be from 1 to 10000", where)

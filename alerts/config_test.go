@@ -161,6 +161,8 @@ func TestParseErrors(t *testing.T) {
 			`line 3: rule "r": window: "1 hour" is not a duration such as 90s, 15m, 4h or 7d`},
 		{"window too short", rule(`{name: r, kind: cache_broken, window: 10s}`),
 			`line 3: rule "r": window must be from 1m to 31d`},
+		{"retry window past the hourly detail", rule(`{name: r, kind: attempts_per_call, window: 8d}`),
+			`line 3: rule "r": window must be from 1m to 7d (hourly detail by service is kept 8 days)`},
 		{"threshold below one", rule(`{name: r, kind: attempts_per_call, threshold: 0.5}`),
 			`line 3: rule "r": threshold is attempts per logical call and must be from 1 to 10000`},
 		{"threshold not a number", rule(`{name: r, kind: attempts_per_call, threshold: 1/2}`),

@@ -25,17 +25,20 @@ const (
 
 	// lastDay is the ledger's local date of the range's end (an end at midnight belongs to the day
 	// before); days are the daily buckets of the local days the range overlaps.
-	lastDay   = `(($__timeTo()::timestamptz - interval '1 microsecond') AT TIME ZONE ` + ledgerTZ + `)::date`
-	firstDay  = `($__timeFrom()::timestamptz AT TIME ZONE ` + ledgerTZ + `)::date`
-	days      = `r.bucket BETWEEN ` + firstDay + ` AND ` + lastDay
-	shortSpan = `$__timeTo()::timestamptz - $__timeFrom()::timestamptz <= interval '3 days'`
+	lastDay  = `(($__timeTo()::timestamptz - interval '1 microsecond') AT TIME ZONE ` + ledgerTZ + `)::date`
+	firstDay = `($__timeFrom()::timestamptz AT TIME ZONE ` + ledgerTZ + `)::date`
+	days     = `r.bucket BETWEEN ` + firstDay + ` AND ` + lastDay
+	// shortSpan is a range rollup_hourly answers: up to 3 days, within the 8 days it keeps every
+	// hour (rollup.HourlyKeep; older hours are pruned).
+	shortSpan = `$__timeTo()::timestamptz - $__timeFrom()::timestamptz <= interval '3 days'
+    AND $__timeFrom()::timestamptz >= now() - interval '8 days'`
 
 	rollupCols = `project_id, series_id, fallback, status, error_class, attempts, requests, input_tokens, output_tokens,
     cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, reasoning_tokens, cache_write_calls, cache_read_calls,
     cost_nanos, nocache_cost_nanos, unpriced_attempts, client_cost_nanos, cost_mismatch_attempts, latency_sum_ms, latency_hist`
 
-	// rollupRows picks the rollup by the length of the range: rollup_hourly up to 3 days, grouped
-	// by $__interval; rollup_daily beyond, one point per local day the range overlaps (about 20
+	// rollupRows picks the rollup by the range: rollup_hourly for short ones (shortSpan), grouped
+	// by $__interval; rollup_daily otherwise, one point per local day the range overlaps (about 20
 	// times fewer rows: see BenchmarkRollupChoice). t is the group's start in epoch seconds. The
 	// branch not taken is a one-time filter that PostgreSQL evaluates once and skips.
 	rollupRows = `WITH r AS (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -334,5 +335,37 @@ func TestFoldDrainsBacklog(t *testing.T) {
 	// Each chunk takes up to 10 rows of each of the three pending tables.
 	if chunks := counter(t, reg, "ledgerd_rollup_fold_chunks_total"); chunks < float64(backlog/30) {
 		t.Errorf("%v chunks folded a backlog of %d rows, want at least %d", chunks, backlog, backlog/30)
+	}
+}
+
+// TestWriterPrunes checks that a writer with PruneEvery set removes rollup_hourly's hours older
+// than rollup.HourlyKeep on its own, keeps the recent ones, and leaves every other rollup whole.
+func TestWriterPrunes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w, st, project := newWriter(t, ingest.Options{FoldEvery: 10 * time.Millisecond,
+		PruneEvery: 50 * time.Millisecond})
+	now := time.Now()
+	recs := []schema.Attempt{attempt("old", now.Add(-rollup.HourlyKeep-48*time.Hour), 1, schema.StatusOK),
+		attempt("new", now.Add(-time.Hour), 1, schema.StatusOK)}
+	if _, err := w.Submit(ctx, project, recs); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var hourly, old, model, daily int64
+		if err := st.Pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(attempts), 0) FROM rollup_hourly),
+			(SELECT count(*) FROM rollup_hourly WHERE bucket < $1), (SELECT coalesce(sum(attempts), 0) FROM rollup_hourly_model),
+			(SELECT coalesce(sum(attempts), 0) FROM rollup_daily)`, rollup.PruneCutoff(now)).Scan(&hourly, &old, &model, &daily); err != nil {
+			t.Fatal(err)
+		}
+		if hourly == 1 && old == 0 && model == 2 && daily == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rollup_hourly counts %d attempts (%d rows before the cutoff), rollup_hourly_model %d, rollup_daily %d; want 1, 0, 2, 2",
+				hourly, old, model, daily)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

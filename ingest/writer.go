@@ -74,7 +74,10 @@ type Options struct {
 	// ReadWait, when set, bounds how long Sync waits for the fold to catch up before a read: a
 	// read then answers from the rollups as they are, and Behind says how far behind they are.
 	// Zero waits for the fold, bounded only by the read's context.
-	ReadWait   time.Duration
+	ReadWait time.Duration
+	// PruneEvery, when set, is how often the folder prunes the hours rollup_hourly keeps no
+	// longer (rollup.Prune), the first time PruneEvery after the writer starts. Zero never prunes.
+	PruneEvery time.Duration
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	// OnCommit, when set, is called after each successful commit with the records it newly
@@ -131,6 +134,7 @@ type Writer struct {
 	// progress however slow the database is.
 	chunk      int
 	lastVacuum time.Time
+	lastPrune  time.Time
 	foldCtx    context.Context
 	stopFolds  context.CancelFunc
 	folderDone chan struct{}
@@ -208,7 +212,8 @@ func NewWriter(st *store.Store, price PriceFunc, opt Options) *Writer {
 	}
 	w := &Writer{st: st, price: price, opt: opt, log: opt.Logger,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), folderDone: make(chan struct{}),
-		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), foldDone: make(chan struct{}), chunk: opt.FoldChunk}
+		foldKick: make(chan struct{}, 1), caughtUp: time.Now(), foldDone: make(chan struct{}), chunk: opt.FoldChunk,
+		lastPrune: time.Now()}
 	w.foldCtx, w.stopFolds = context.WithCancel(context.Background())
 	f := promauto.With(opt.Registerer)
 	w.m = metrics{
@@ -379,7 +384,7 @@ func (w *Writer) Behind() time.Duration {
 
 // folder folds every FoldEvery while there are new commits, at once when a read asks (Sync), and
 // every 30 seconds regardless, for deltas a stopped replica left pending; for 5 seconds after a fold
-// gave up on the lock, it waits.
+// gave up on the lock, it waits. Every PruneEvery it prunes rollup_hourly.
 func (w *Writer) folder() {
 	defer close(w.folderDone)
 	tick := time.NewTicker(w.opt.FoldEvery)
@@ -401,6 +406,25 @@ func (w *Writer) folder() {
 				w.log.Error("fold rollups", "err", err)
 			}
 		}
+		if w.opt.PruneEvery > 0 && time.Since(w.lastPrune) >= w.opt.PruneEvery {
+			w.lastPrune = time.Now()
+			w.prune(w.foldCtx)
+		}
+	}
+}
+
+// prune removes the hours rollup_hourly keeps no longer. Several replicas may prune at once: each
+// chunk takes the fold lock, and a second prune finds nothing left.
+func (w *Writer) prune(ctx context.Context) {
+	n, err := rollup.Prune(ctx, w.st.Pool, time.Now())
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("prune hourly rollups", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		w.log.Info("pruned hourly rollups", "rows", n, "before", rollup.PruneCutoff(time.Now()).Format(time.RFC3339))
 	}
 }
 

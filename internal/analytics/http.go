@@ -99,12 +99,14 @@ func (s *Service) getSummary(c echo.Context) error {
 		return fail(err)
 	}
 	f.ProjectID = server.ProjectOf(c).ID
-	sum, err := s.Summary(c.Request().Context(), f, dims...)
+	var sum Summary
+	if top > 0 {
+		sum, err = s.SummaryTop(c.Request().Context(), f, top, dims...)
+	} else {
+		sum, err = s.Summary(c.Request().Context(), f, dims...)
+	}
 	if err != nil {
 		return fail(err)
-	}
-	if top > 0 {
-		sum.Top(top)
 	}
 	return c.JSON(http.StatusOK, sum)
 }

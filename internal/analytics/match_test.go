@@ -11,6 +11,7 @@ import (
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/seed"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -65,23 +66,31 @@ func rollupKey(k analytics.Key) string {
 	return model
 }
 
-// TestRollupsMatchRaw checks, on a synthetic month of varied traffic, that every answer the
-// rollups give equals the one GROUP BY over the raw attempts gives: counts and money exactly,
-// percentiles as the midpoint of the true value's bucket.
+// TestRollupsMatchRaw checks, on a synthetic month of varied traffic whose hourly detail older
+// than rollup.HourlyKeep was pruned, that every answer the rollups give equals the one GROUP BY
+// over the raw attempts gives: counts and money exactly, percentiles as the midpoint of the true
+// value's bucket.
 func TestRollupsMatchRaw(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 4, 15, 30, 0, 0, mustZone(t, "America/New_York")) // just after DST ends
 	l := loadSynth(t, 20_000, now)
+	if n, err := rollup.Prune(ctx, l.st.Pool, now); err != nil || n == 0 {
+		t.Fatalf("pruned %d hourly rows: %v", n, err)
+	}
 	cases := []struct {
 		name     string
 		from, to time.Time
 		groupBy  string
+		// wantFrom is the start of the range answered, when not from rounded to its hour.
+		wantFrom time.Time
 	}{
-		{"default range by model", time.Time{}, time.Time{}, "model"},                                         // today from hourly rows
-		{"days and models", now.AddDate(0, 0, -12).Add(-7 * time.Hour), now.Add(-2 * time.Hour), "day,model"}, // edges on both sides
-		{"services over the month", now.AddDate(0, 0, -30), now, "service"},
-		{"total", now.AddDate(0, 0, -3), now, ""},
+		{"default range by model", time.Time{}, time.Time{}, "model", time.Date(2026, 10, 29, 0, 0, 0, 0, l.tz)}, // today from hourly rows
+		// Edges on both sides, the older one from the hours kept by model.
+		{"days and models", now.AddDate(0, 0, -12).Add(-7 * time.Hour), now.Add(-2 * time.Hour), "day,model", time.Time{}},
+		// A start older than the hours kept by service: the range starts at that day's midnight.
+		{"services over the month", now.AddDate(0, 0, -30), now, "service", time.Date(2026, 10, 5, 0, 0, 0, 0, l.tz)},
+		{"total", now.AddDate(0, 0, -3), now, "", time.Time{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,6 +106,13 @@ func TestRollupsMatchRaw(t *testing.T) {
 			got, err := l.svc.Summary(ctx, analytics.Filter{ProjectID: l.project, From: c.from, To: c.to}, dims...)
 			if err != nil {
 				t.Fatal(err)
+			}
+			wantFrom := c.wantFrom
+			if wantFrom.IsZero() {
+				wantFrom = c.from.Truncate(time.Hour)
+			}
+			if !got.From.Equal(wantFrom) {
+				t.Errorf("answered from %v, want %v", got.From, wantFrom)
 			}
 			raw, err := rawSummary(ctx, l.st.Pool, l.project, got.From, got.To, l.tz, c.groupBy)
 			if err != nil {
@@ -146,6 +162,35 @@ func TestRollupsMatchRaw(t *testing.T) {
 					if !reflect.DeepEqual(got, want) || got.Total.Attempts == 0 {
 						t.Errorf("%v to %v, %+v, by %v: from the rollups %d groups, %d attempts; raw %d groups, %d attempts",
 							r[0], r[1], f, g, len(got.Groups), got.Total.Attempts, len(want.Groups), want.Total.Attempts)
+					}
+				}
+			}
+		}
+	})
+	t.Run("top", func(t *testing.T) {
+		t.Parallel()
+		var model, service string
+		if err := l.st.Pool.QueryRow(ctx, `SELECT model, service FROM series WHERE project_id = $1 AND tenant <> ''
+			ORDER BY model, service LIMIT 1`, l.project).Scan(&model, &service); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []analytics.Filter{{}, {Model: model}, {Service: service},
+			{From: now.AddDate(0, 0, -30), To: now}, {From: now.Add(-5 * time.Hour), To: now, Model: model}} {
+			for _, dim := range []string{"tenant", "service", "operation", "model", "day"} {
+				for _, n := range []int{1, 3, 1000} {
+					f.ProjectID = l.project
+					want, err := l.svc.Summary(ctx, f, dim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want.Top(n)
+					got, err := l.svc.SummaryTop(ctx, f, n, dim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, want) || len(got.Groups) == 0 {
+						t.Errorf("%+v by %s, top %d: %d of %d groups, total %d attempts; want %d of %d, %d attempts",
+							f, dim, n, len(got.Groups), *got.GroupsTotal, got.Total.Attempts, len(want.Groups), *want.GroupsTotal, want.Total.Attempts)
 					}
 				}
 			}

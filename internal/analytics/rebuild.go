@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerd/ledgerd/internal/rollup"
@@ -43,7 +44,8 @@ const partitionsSQL = `SELECT c.relname FROM pg_inherits i
 //
 // Months whose raw partitions were dropped for retention keep their rollups: hourly ones as they
 // are; daily ones as they are when the timezone is unchanged, else recounted from the hourly ones,
-// which is exact where local days begin on whole UTC hours and refused where they do not.
+// which is exact where local days begin on whole UTC hours and refused where they do not, or where
+// rollup_hourly pruned the days' hours (rollup.Prune).
 func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (RebuildResult, error) {
 	res := RebuildResult{Timezone: tz.String()}
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -65,9 +67,16 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (Rebuil
 			return err
 		}
 		res.KeptDays = len(lost.all)
+		pruned, err := prunedBefore(ctx, tx)
+		if err != nil {
+			return err
+		}
 		changed := res.Previous != tz.String()
 		if changed {
 			for _, d := range lost.all {
+				if d.start(tz).Before(pruned) {
+					return fmt.Errorf("cannot count days in %s: the raw attempts of %s were dropped, and its hours by series were pruned after %d days (rollup.HourlyKeep), so it cannot be recounted in another timezone", tz, d, int(rollup.HourlyKeep/(24*time.Hour)))
+				}
 				if !hourAligned(d.start(tz)) || !hourAligned(d.addDays(1).start(tz)) {
 					return fmt.Errorf("cannot count days in %s: the raw attempts of %s were dropped, and that day does not begin and end on whole UTC hours there, so it cannot be recounted from the hourly rollups", tz, d)
 				}
@@ -92,6 +101,19 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, tz *time.Location) (Rebuil
 		return RebuildResult{}, fmt.Errorf("rebuild rollups: %w", err)
 	}
 	return res, nil
+}
+
+// prunedBefore is the hour before which rollup_hourly holds nothing (rollup.Prune); the zero
+// time when it was never pruned.
+func prunedBefore(ctx context.Context, tx pgx.Tx) (time.Time, error) {
+	var t pgtype.Timestamptz
+	if err := tx.QueryRow(ctx, `SELECT `+rollup.PrunedBeforeSQL).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("read the pruned hours: %w", err)
+	}
+	if !t.Valid || t.InfinityModifier != pgtype.Finite {
+		return time.Time{}, nil
+	}
+	return t.Time, nil
 }
 
 // coveredRanges returns the time ranges whose raw attempts exist: the months of the attempts

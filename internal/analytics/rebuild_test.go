@@ -14,6 +14,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/synth"
 	"github.com/ledgerd/ledgerd/schema"
 )
@@ -27,11 +28,11 @@ const snapshotSQL = `SELECT ((to_jsonb(r) - 'series_id' - 'latency_hist')
 func snapshot(t *testing.T, l *ledger) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, table := range []string{"rollup_hourly", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
+	for _, table := range []string{"rollup_hourly", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
 		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
-		case "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant": // keyed by series columns, not a series
+		case "rollup_hourly_model", "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant": // keyed by series columns, not a series
 			q = `SELECT ((to_jsonb(r) - 'latency_hist') || jsonb_build_object('hist', r.latency_hist::text))::text
 				FROM ` + table + ` r ORDER BY 1`
 		case "rollup_cache_hourly": // a row emptied by moves equals no row
@@ -138,6 +139,71 @@ func TestRebuildEqualsWriter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRebuildAfterPrune coarsens the hourly detail of a ledger of six weeks (rollup.Prune) and
+// checks that the prune removed only rollup_hourly's hours before its cutoff, that a rebuild from
+// the raw attempts then counts exactly the coarsened rollups, and that a late attempt in a pruned
+// hour reaches every rollup but rollup_hourly, as a rebuild counts it.
+func TestRebuildAfterPrune(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tz := mustZone(t, "America/New_York")
+	recs := synthetic(t, 3000)
+	l := newLedger(t, tz)
+	p := l.project("acme")
+	l.addMany(p, recs[1:])
+	now := time.Date(2026, 11, 4, 15, 30, 0, 0, tz)
+	cut := rollup.PruneCutoff(now)
+	before := snapshot(t, l)
+	kept := hourlyRows(t, l, cut)
+	if len(kept) == 0 || len(kept) == len(before["rollup_hourly"]) {
+		t.Fatalf("%d of %d hourly rows from %v: the fixture should straddle the cutoff", len(kept), len(before["rollup_hourly"]), cut)
+	}
+	if _, err := rollup.Prune(ctx, l.st.Pool, now); err != nil {
+		t.Fatal(err)
+	}
+	pruned := snapshot(t, l)
+	if got := hourlyRows(t, l, time.Time{}); !slices.Equal(got, kept) {
+		t.Errorf("after the prune rollup_hourly holds %d rows, want its %d rows from %v", len(got), len(kept), cut)
+	}
+	delete(before, "rollup_hourly")
+	sameRollups(t, "pruned", pruned, before)
+
+	if _, err := analytics.Rebuild(ctx, l.st.Pool, tz); err != nil {
+		t.Fatal(err)
+	}
+	sameRollups(t, "rebuilt after the prune", snapshot(t, l), pruned)
+
+	late := recs[0]
+	late.StartedAt = cut.Add(-5 * time.Hour)
+	l.add(p, late)
+	folded := snapshot(t, l)
+	if got := hourlyRows(t, l, time.Time{}); !slices.Equal(got, kept) {
+		t.Errorf("a late attempt before the cutoff changed rollup_hourly")
+	}
+	if slices.Equal(folded["rollup_hourly_model"], pruned["rollup_hourly_model"]) {
+		t.Errorf("a late attempt before the cutoff is missing from rollup_hourly_model")
+	}
+	if _, err := analytics.Rebuild(ctx, l.st.Pool, tz); err != nil {
+		t.Fatal(err)
+	}
+	sameRollups(t, "rebuilt after a late attempt", snapshot(t, l), folded)
+}
+
+// hourlyRows is snapshot's rows of rollup_hourly from the hour from on.
+func hourlyRows(t *testing.T, l *ledger, from time.Time) []string {
+	t.Helper()
+	rows, err := l.st.Pool.Query(context.Background(), strings.Replace(strings.Replace(snapshotSQL, "%s", "rollup_hourly", 1),
+		"ORDER BY", "WHERE r.bucket >= $1 ORDER BY", 1), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestRebuildWithPending rebuilds while ingest commits go on and deltas of earlier commits are

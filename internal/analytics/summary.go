@@ -197,6 +197,18 @@ const narrowSourceSQL = `
 	FROM rollup_hourly h JOIN series s ON s.project_id = @project AND s.id = h.series_id
 	WHERE h.project_id = @project AND h.bucket >= @edge1_from AND h.bucket < @edge1_to%[2]s`
 
+// keptSourceSQL is narrowSourceSQL for a narrow daily rollup whose columns a narrow hourly rollup
+// (%[5]s) keeps too: its edge hours come from that rollup, which keeps every hour, however old.
+const keptSourceSQL = `
+	SELECT %[4]s, fallback, status, error_class, bucket AS day, NULL::timestamptz AS hour, %[1]s
+	FROM %[3]s WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to%[2]s
+	UNION ALL
+	SELECT %[4]s, fallback, status, error_class, (bucket AT TIME ZONE @tz)::date, bucket, %[1]s
+	FROM %[5]s WHERE project_id = @project AND bucket >= @edge0_from AND bucket < @edge0_to%[2]s
+	UNION ALL
+	SELECT %[4]s, fallback, status, error_class, (bucket AT TIME ZONE @tz)::date, bucket, %[1]s
+	FROM %[5]s WHERE project_id = @project AND bucket >= @edge1_from AND bucket < @edge1_to%[2]s`
+
 // rawEdgesSQL is the edge hours of sourceSQL counted from the raw attempts, for the rows that keep
 // the tenant, which no hourly rollup does: %[1]s are the sums (rawCols), %[2]s an extra condition,
 // %[3]s the series columns kept (a list, of s) and %[4]s the GROUP BY ordinals. Each hour is its
@@ -273,11 +285,15 @@ func narrowFilter(keep map[string]bool) string {
 // (%[1]s: the group's columns, each followed by a comma), fallback flag, status and error class;
 // the other returns the latency histogram of every succeeded row with its group, for merging.
 // keep are the series columns the plan's rows hold (nil: all, on the series s); raw plans read
-// every hour of the range from the raw attempts.
+// every hour of the range from the raw attempts; kept plans read their hours from a narrow hourly
+// rollup, which keeps every hour. The others' hours are those of rollup_hourly, kept for
+// rollup.HourlyKeep only (or of the raw attempts, for the tenant plans): see coarse.
 type plan struct {
 	sums, latency string
 	keep          map[string]bool
-	raw           bool
+	raw, kept     bool
+	// shapeHours: the plan reads its hours from rollup_hourly.
+	shapeHours bool
 }
 
 // seriesCols are the series columns, in the order the raw plan keeps them.
@@ -304,8 +320,12 @@ func narrowPlan(keep []string, src func(cols, where string) string, raw bool) pl
 var (
 	// bySeries reads rollup_daily and rollup_hourly, with their series s: it answers every summary
 	// but those naming a tenant, as those rollups keep the series' shapes.
-	bySeries = seriesPlan(fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), ""),
-		fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'"))
+	bySeries = func() plan {
+		p := seriesPlan(fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), ""),
+			fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'"))
+		p.shapeHours = true
+		return p
+	}()
 
 	// narrowPlans read whole days from a narrow daily rollup each (rollup.DailyBy, in order), about
 	// a tenth of rollup_daily's rows; those that keep the tenant read their edge hours from the raw
@@ -321,7 +341,15 @@ var (
 					return fmt.Sprintf(tenantSourceSQL, cols, where, d.Table, strings.Join(d.Keep, ", "), rawEdges(cols, where, d.Keep))
 				}
 			}
-			out = append(out, narrowPlan(d.Keep, src, false))
+			h := hourlyFor(d)
+			if h != "" {
+				src = func(cols, where string) string {
+					return fmt.Sprintf(keptSourceSQL, cols, where, d.Table, strings.Join(d.Keep, ", "), h)
+				}
+			}
+			p := narrowPlan(d.Keep, src, false)
+			p.kept, p.shapeHours = h != "", h == "" && !d.Tenant()
+			out = append(out, p)
 		}
 		return out
 	}()
@@ -329,6 +357,16 @@ var (
 	// tenant questions no rollup keeps the columns of (a tenant's services, say).
 	rawPlan = narrowPlan(seriesCols, func(cols, where string) string { return rawEdges(cols, where, seriesCols) }, true)
 )
+
+// hourlyFor is the narrow hourly rollup that keeps the same series columns as the daily d, or "".
+func hourlyFor(d rollup.Narrow) string {
+	for _, h := range rollup.HourlyBy {
+		if slices.Equal(h.Keep, d.Keep) {
+			return h.Table
+		}
+	}
+	return ""
+}
 
 // byMinute reads the raw attempts of the range, counted per @step-minute bucket with the rollups'
 // expressions (rollup.RawRowsSQL), with their series s: it answers summaries grouped by minute.
@@ -398,11 +436,11 @@ next:
 	return bySeries
 }
 
-// sumsOf is the sum of each of sumCols over the rows aliased r, as bigint.
+// sumsOf is the sum of each of sumCols over the rows aliased r, as bigint, named by its column.
 func sumsOf(r string) string {
 	out := make([]string, len(sumCols))
 	for i, c := range sumCols {
-		out[i] = fmt.Sprintf("sum8(%s.%s)", r, c)
+		out[i] = fmt.Sprintf("sum8(%[1]s.%[2]s) AS %[2]s", r, c)
 	}
 	return strings.Join(out, ", ")
 }
@@ -475,6 +513,47 @@ func (s *Service) window(from, to time.Time, hourly bool) (time.Time, time.Time,
 		return time.Time{}, time.Time{}, badParam("from", "the range may span at most %d days", int(MaxRange/(24*time.Hour)))
 	}
 	return from, to, nil
+}
+
+// rangeOf is the effective range of a summary not grouped by minute (window), and the plan that
+// answers it, p unless p reads hours rollup_hourly no longer keeps.
+//
+// Hourly detail by series shape is kept for rollup.HourlyKeep (rollup.Prune). A question that is not
+// grouped by hour and whose plan reads its hours from rollup_hourly or the raw attempts (the
+// question's own plan, planFor, so that every plan answers the same range) has the ends of its range
+// older than that rounded outward to local midnights: the range of 30 days back from an hour then
+// reads 30 whole days, never a day of raw attempts at its start. The Summary's From says so.
+// Grouped by hour, such a question reads the raw attempts of its range instead.
+func (s *Service) rangeOf(g grouping, f Filter, p plan) (plan, time.Time, time.Time, error) {
+	from, to, err := s.window(f.From, f.To, g.hourly)
+	if err != nil {
+		return p, from, to, err
+	}
+	if g.hourly && to.Sub(from) > MaxHourRange {
+		return p, from, to, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
+	}
+	horizon := s.now().Add(-rollup.HourlyKeep)
+	if !from.Before(horizon) {
+		return p, from, to, nil
+	}
+	if g.hourly {
+		if p.shapeHours {
+			p = rawPlan
+		}
+		return p, from, to, nil
+	}
+	if q := planFor(g, f); q.kept || q.raw {
+		return p, from, to, nil
+	}
+	from = dateOf(from, s.tz).start(s.tz).UTC()
+	if to.Before(horizon) || !hourAligned(from) {
+		// Both ends at midnights where days do not begin on whole UTC hours (split reads whole
+		// days only there).
+		if !s.dayStart(to) {
+			to = dateOf(to, s.tz).addDays(1).start(s.tz).UTC()
+		}
+	}
+	return p, from, to, nil
 }
 
 // minuteArgs are the effective range of a summary grouped by minute (f's range rounded outward to
@@ -820,14 +899,17 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 			return Summary{}, err
 		}
 	} else {
-		if from, to, err = s.window(f.From, f.To, g.hourly); err != nil {
+		if p, from, to, err = s.rangeOf(g, f, p); err != nil {
 			return Summary{}, err
-		}
-		if g.hourly && to.Sub(from) > MaxHourRange {
-			return Summary{}, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
 		}
 		args = s.args(f, s.split(from, to, g.hourly || p.raw))
 	}
+	return s.collect(ctx, g, p, f, from, to, args)
+}
+
+// collect answers a summary grouped as g with plan p over the effective range [from, to) (the
+// plan's parameters args).
+func (s *Service) collect(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time, args pgx.NamedArgs) (Summary, error) {
 	if f.WithAttempts {
 		args["raw_from"], args["raw_to"], args["tz"] = from, to, s.tz.String()
 		if _, ok := args["step"]; !ok {
@@ -896,6 +978,73 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 	return out, nil
 }
 
+// SummaryTop is Summary keeping only the n costliest groups (Summary.Top). Grouped by one of
+// tenant, service or operation, it first ranks the groups by their cost, then reads the figures
+// of those n groups only, and the total on its own: the top 20 of 10,000 tenants merges 20
+// tenants' histograms and sends 20 groups, not 10,000.
+func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...string) (Summary, error) {
+	g, err := parseGrouping(groupBy)
+	if err != nil {
+		return Summary{}, err
+	}
+	if len(g.dims) != 1 || !slices.Contains([]string{ByTenant, ByService, ByOperation}, g.dims[0]) || f.WithAttempts {
+		sum, err := s.summary(ctx, f, planFor, groupBy)
+		if err == nil {
+			sum.Top(n)
+		}
+		return sum, err
+	}
+	col := dimSQL[g.dims[0]]
+	p, from, to, err := s.rangeOf(g, f, planFor(g, f))
+	if err != nil {
+		return Summary{}, err
+	}
+	args := s.args(f, s.split(from, to, p.raw))
+	// The ranking: every group's cost, the n costliest kept (ties in key order, as Top breaks
+	// them), and how many groups there are.
+	rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
+		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())))
+	args["top_n"] = n
+	var (
+		keys  []string
+		total int
+	)
+	var k string
+	var groups int64
+	if err := s.read(ctx, rank, args, []any{&k, &groups}, func() error {
+		keys, total = append(keys, k), int(groups)
+		return nil
+	}); err != nil {
+		return Summary{}, fmt.Errorf("summary: rank groups: %w", err)
+	}
+	// The figures of the n groups: the plan's statements restricted to their keys, which
+	// PostgreSQL pushes down to the rollup's rows.
+	args["top"] = keys
+	only := func(q string) string { return `SELECT * FROM (` + q + `) x WHERE x.` + col + ` = ANY(@top::text[])` }
+	top := p
+	top.sums, top.latency = only(p.sums), only(p.latency)
+	sum, err := s.collect(ctx, g, top, f, from, to, args)
+	if err != nil {
+		return Summary{}, err
+	}
+	// The total of every group: the same range asked ungrouped.
+	all, err := s.collectRange(ctx, grouping{dims: []string{}}, f, from, to)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum.Total = all.Total
+	sum.Top(n)
+	sum.GroupsTotal = &total
+	return sum, nil
+}
+
+// collectRange answers the summary grouped as g over the effective range [from, to) with the
+// plan planFor picks for it.
+func (s *Service) collectRange(ctx context.Context, g grouping, f Filter, from, to time.Time) (Summary, error) {
+	p := planFor(g, f)
+	return s.collect(ctx, g, p, f, from, to, s.args(f, s.split(from, to, g.hourly || p.raw)))
+}
+
 // sumsOnly is Summary's groups without their latencies (LatencyMS nil), which it does not read:
 // for callers that want the counts of many groups, as incident detection does.
 func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]Group, error) {
@@ -903,14 +1052,10 @@ func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]
 	if err != nil {
 		return nil, err
 	}
-	from, to, err := s.window(f.From, f.To, g.hourly)
+	p, from, to, err := s.rangeOf(g, f, planFor(g, f))
 	if err != nil {
 		return nil, err
 	}
-	if g.hourly && to.Sub(from) > MaxHourRange {
-		return nil, badParam("group_by", "hour needs a range of at most %d days", int(MaxHourRange/(24*time.Hour)))
-	}
-	p := planFor(g, f)
 	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly || p.raw)))
 	if err != nil {
 		return nil, err

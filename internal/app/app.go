@@ -253,7 +253,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	llm := llmmetrics.New(st, llmmetrics.Options{Logger: log})
 	reg.MustRegister(llm)
 	writer := ingest.NewWriter(st, ingest.CatalogPrice(catalog), ingest.Options{Timezone: tz, Logger: log, Registerer: reg, OnCommit: llm.Observe,
-		ReadWait: cmp.Or(opt.FoldWait, DefaultFoldWait)})
+		ReadWait: cmp.Or(opt.FoldWait, DefaultFoldWait), PruneEvery: time.Hour})
 	steps.add("the writer to commit the records it accepted and fold the rollups", func(ctx context.Context) {
 		if err := writer.Close(ctx); err != nil {
 			log.Error("flush writer", "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/reprice"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/pricing"
@@ -276,8 +277,14 @@ func (l ledger) checkRollups(t *testing.T) {
 			"FROM shaped GROUP BY 1, 2, 3, 4, 5, 6", `FROM (SELECT a.*, s.provider, s.model, s.fallback_from, s.service, s.operation, s.tenant
 				FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a GROUP BY `+group).Replace(rawHourly)
 	}
+	// rollup_hourly keeps no hour Prune removed; the narrow hourly rollup keeps every hour.
+	hourly := strings.Replace(rawHourly, "FROM shaped GROUP BY", "FROM shaped WHERE started_at >= "+rollup.PrunedBeforeSQL+" GROUP BY", 1)
+	hourlyModel := strings.NewReplacer("date_trunc('hour', started_at), shape_id,", "date_trunc('hour', started_at), provider, model, fallback_from,",
+		"FROM shaped GROUP BY 1, 2, 3, 4, 5, 6", `FROM (SELECT a.*, s.provider, s.model, s.fallback_from
+			FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`).Replace(rawHourly)
 	for _, c := range []struct{ table, raw, cols string }{
-		{"rollup_hourly", rawHourly, rollupCols},
+		{"rollup_hourly", hourly, rollupCols},
+		{"rollup_hourly_model", hourlyModel, strings.Replace(rollupCols, "series_id,", "provider, model, fallback_from,", 1)},
 		{"rollup_daily", daily, rollupCols},
 		{"rollup_daily_model", narrow("provider, model, fallback_from", 3), strings.Replace(rollupCols, "series_id,", "provider, model, fallback_from,", 1)},
 		{"rollup_daily_service", narrow("service, operation", 2), strings.Replace(rollupCols, "series_id,", "service, operation,", 1)},
@@ -410,6 +417,40 @@ func TestReprice(t *testing.T) {
 		t.Errorf("redelivery: %+v", res)
 	}
 	l.checkRaw(t, costings(all, catA, catB, within))
+	l.checkRollups(t)
+}
+
+// TestRepriceAfterPrune reprices attempts some of whose hours rollup_hourly pruned
+// (rollup.Prune): their deltas go to the rollups that keep those hours, and every rollup still
+// equals its recount from the raw attempts.
+func TestRepriceAfterPrune(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	catA, catB := loadCatalog(t, "testdata/prices-a.yaml"), loadCatalog(t, "testdata/prices-b.yaml")
+	l := newLedger(t)
+	recs := records("acme", 160, dataStart, 23*time.Minute, catA, catB)
+	if res := l.ingestAll(t, "acme", catA, recs); res.Accepted != 160 {
+		t.Fatalf("ingest: %+v", res)
+	}
+	// Nine days and a half after the data's second day: its first two days are pruned.
+	now := dataStart.Add(24*time.Hour + rollup.HourlyKeep + 36*time.Hour)
+	n, err := rollup.Prune(ctx, l.pool, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left, before int64
+	if err := l.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE bucket < $1) FROM rollup_hourly`, rollup.PruneCutoff(now)).
+		Scan(&left, &before); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || left == 0 || before != 0 {
+		t.Fatalf("pruned %d rows, %d left, %d before the cutoff: the fixture should straddle it", n, left, before)
+	}
+	l.checkRollups(t)
+	if _, err := reprice.Run(ctx, l.st, catB, reprice.Options{From: dataStart, To: dataStart.AddDate(0, 0, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	l.checkRaw(t, costings(recs, catA, catB, func(*schema.Attempt) bool { return true }))
 	l.checkRollups(t)
 }
 

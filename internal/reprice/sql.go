@@ -80,13 +80,15 @@ var chunkSQL = buildChunkSQL()
 // touch, and the one that adds the deltas to them. No row needs locking: every other writer of
 // the rollups (the writers' folds, a rebuild) waits on the fold lock the reprice holds.
 var applySQL = append(append([]applyStmt{
-	buildApply("rollup_hourly", onShapes("reprice_hourly", rollup.Key, rollupDeltaCols), rollup.Key, rollupDeltaCols, ""),
-	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols), rollup.Key, rollupDeltaCols, ""),
+	// The hours rollup_hourly pruned (rollup.Prune) have no rows to adjust.
+	buildApply("rollup_hourly", onShapes("reprice_hourly", rollup.Key, rollupDeltaCols, "d.bucket >= "+rollup.PrunedBeforeSQL),
+		rollup.Key, rollupDeltaCols, ""),
+	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
 }, narrowApply()...), cacheApply...)
 
 // onShapes is the deltas of table (keyed by key, with the whole series) on the series' shapes, as
-// the shape-keyed rollups count them: a FROM item.
-func onShapes(table string, key, cols []string) string {
+// the shape-keyed rollups count them, of the rows where selects (aliased d): a FROM item.
+func onShapes(table string, key, cols []string, where string) string {
 	var sel []string
 	for _, k := range key {
 		if k == "series_id" {
@@ -95,8 +97,8 @@ func onShapes(table string, key, cols []string) string {
 			sel = append(sel, "d."+k)
 		}
 	}
-	return fmt.Sprintf(`(SELECT %s, d.%s FROM %s d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
-		strings.Join(sel, ", "), strings.Join(cols, ", d."), table)
+	return fmt.Sprintf(`(SELECT %s, d.%s FROM %s d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id WHERE %s) x`,
+		strings.Join(sel, ", "), strings.Join(cols, ", d."), table, where)
 }
 
 // cacheApply are the cache statements of applySQL.
@@ -108,15 +110,22 @@ var cacheApply = []applyStmt{
 	buildApply("rollup_cache_hourly", foldedCacheDeltas, rollup.CacheKey, cacheDeltaCols, ""),
 }
 
-// narrowApply are the statements of applySQL for the narrow daily rollups (rollup.DailyBy):
-// reprice_daily's deltas, the series reduced to the columns each keeps.
+// narrowApply are the statements of applySQL for the narrow rollups (rollup.HourlyBy, then
+// rollup.DailyBy): reprice_hourly's or reprice_daily's deltas, the series reduced to the columns
+// each keeps.
 func narrowApply() []applyStmt {
 	var out []applyStmt
-	for _, d := range rollup.DailyBy {
+	add := func(d rollup.Narrow, from string) {
 		deltas := fmt.Sprintf(`(SELECT d.project_id, d.bucket, s.%s, d.fallback, d.status, d.error_class, %s
-			FROM reprice_daily d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
-			strings.Join(d.Keep, ", s."), "d."+strings.Join(rollupDeltaCols, ", d."))
+			FROM %s d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
+			strings.Join(d.Keep, ", s."), "d."+strings.Join(rollupDeltaCols, ", d."), from)
 		out = append(out, buildApply(d.Table, deltas, d.Key(), rollupDeltaCols, ""))
+	}
+	for _, d := range rollup.HourlyBy {
+		add(d, "reprice_hourly")
+	}
+	for _, d := range rollup.DailyBy {
+		add(d, "reprice_daily")
 	}
 	return out
 }

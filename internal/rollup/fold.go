@@ -23,9 +23,9 @@ const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 
 // foldSQL moves one chunk of the pending deltas into the rollups (see chunk: $1 is the last ctid
 // folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
-// and local day, deletes them, and adds those sums to rollup_hourly, and their sums per day to
-// rollup_daily and, through each series' columns, to the narrow daily rollups. The second folds the
-// cache groups. Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
+// and local day, deletes them, and adds those sums to rollup_hourly and the narrow hourly rollups,
+// and their sums per day to rollup_daily and, through each series' columns, to the narrow daily
+// rollups. The second folds the cache groups. Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
 // Every upsert goes in key order, as every fold locks rows in it.
 //
 // Each statement reads the pending rows and deletes them in separate WITH items, not through
@@ -53,14 +53,20 @@ var foldSQL = func() [2]string {
 	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
 	// summed from b, so a day's histogram is merged once, not once per rollup. rollup_hourly and
 	// rollup_daily sum the rows onto their series' shapes.
+	// rollup_hourly leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
 	steps := []string{
-		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA),
+		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA+" WHERE a.bucket >= "+PrunedBeforeSQL),
 		upsert("rollup_daily", Key, shapeSel, "b a "+seriesOfA),
 	}
+	narrowSel := func(d Narrow) []string {
+		return append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
+	}
+	for _, d := range HourlyBy {
+		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "a a "+seriesOfA))
+	}
 	for _, d := range DailyBy {
-		keySel := append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
-		steps = append(steps, upsert(d.Table, d.Key(), keySel, "b a "+seriesOfA))
+		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "b a "+seriesOfA))
 	}
 	var ctes, counts []string
 	for i, st := range steps {

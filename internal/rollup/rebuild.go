@@ -15,8 +15,9 @@ var (
 	coveredSQL = `SELECT 1 FROM unnest($1::timestamptz[], $2::timestamptz[]) AS c(lo, hi)
 		WHERE %[1]s >= c.lo AND %[1]s < c.hi`
 
-	// LostHoursSQL lists the hours of rollup_hourly whose raw attempts are gone ($1, $2: covered).
-	LostHoursSQL = `SELECT DISTINCT h.bucket FROM rollup_hourly h
+	// LostHoursSQL lists the hours whose raw attempts are gone ($1, $2: covered), from the narrow
+	// hourly rollup, which keeps every hour rollup_hourly ever held.
+	LostHoursSQL = `SELECT DISTINCT h.bucket FROM ` + HourlyBy[0].Table + ` h
 		WHERE NOT EXISTS (` + fmt.Sprintf(coveredSQL, "h.bucket") + `) ORDER BY 1`
 
 	deleteHourlySQL = `DELETE FROM rollup_hourly h WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "h.bucket") + `)`
@@ -27,7 +28,9 @@ var (
 	// $1: days to keep.
 	deleteDailySQL = `DELETE FROM rollup_daily d WHERE NOT (d.bucket = ANY($1::date[]))`
 
-	hourlySQL = countInsert("rollup_hourly", HourBucketExpr, "TRUE")
+	// rollup_hourly is not recounted before the hours Prune removed.
+	hourlySQL = countInsert("rollup_hourly", HourBucketExpr, "started_at >= "+PrunedBeforeSQL)
+
 	// $1: the timezone; $2: local days not to count from raw attempts.
 	dailySQL = countInsert("rollup_daily", DayBucketExpr("$1"), "NOT ("+DayBucketExpr("$1")+" = ANY($2::date[]))")
 
@@ -91,6 +94,22 @@ var (
 	CountSQL = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
 		(SELECT count(*) FROM rollup_cache_hourly)`
 )
+
+// hourlyNarrowSteps recount each narrow hourly rollup from the raw attempts of the hours covered
+// (the arguments of coveredSQL), not from rollup_hourly, which may have pruned them: their rows of
+// hours whose raw attempts are gone are kept.
+func hourlyNarrowSteps(covered []any) []Step {
+	var out []Step
+	for _, d := range HourlyBy {
+		out = append(out, Step{"clear " + d.Table, `DELETE FROM ` + d.Table + ` h WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "h.bucket") + `)`, covered},
+			Step{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
+			SELECT a.project_id, %[4]s, s.%[5]s, fallback, status, error_class, %[6]s, %[7]s
+			FROM attempts a %[8]s GROUP BY %[9]s ORDER BY %[9]s`, d.Table, strings.Join(d.Key(), ", "), strings.Join(Cols(Sums), ", "),
+				HourBucketExpr, strings.Join(d.Keep, ", s."), strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesJoin,
+				Ordinals(len(d.Key()))), nil})
+	}
+	return out
+}
 
 // countInsert counts the attempts matching where into table, per series shape, bucketed by bucket.
 // Rows are written in (project, bucket) order, so the rows of a range sit on few pages, as the
@@ -162,13 +181,16 @@ func RebuildSteps(r Recount) []Step {
 	steps := []Step{
 		{"clear hourly rollups", deleteHourlySQL, covered},
 		{"count hourly rollups", hourlySQL, nil},
+	}
+	steps = append(steps, hourlyNarrowSteps(covered)...)
+	steps = append(steps, []Step{
 		{"clear cache rollups", deleteCacheSQL, covered},
 		{"clear cache prefixes", deletePrefixesSQL, covered},
 		{"count cache prefixes", prefixesSQL, nil},
 		{"count cache rollups", cacheSQL, nil},
 		{"clear daily rollups", deleteDailySQL, []any{r.KeepDays}},
 		{"count daily rollups", dailySQL, []any{r.Timezone, r.Partial}},
-	}
+	}...)
 	if len(r.FromHourly) > 0 {
 		steps = append(steps, Step{"recount kept days", dailyFromHourlySQL, []any{r.Timezone, r.FromHourly}})
 	}

@@ -95,6 +95,12 @@ var DailyBy = []Narrow{
 	{"rollup_daily_tenant_model", []string{"tenant", "provider", "model", "fallback_from"}},
 }
 
+// HourlyBy are the narrow hourly rollups (keyed as a Narrow, bucket the UTC hour), kept by the
+// same statements as rollup_hourly and for good: they keep the hours rollup_hourly prunes.
+var HourlyBy = []Narrow{
+	{"rollup_hourly_model", []string{"provider", "model", "fallback_from"}},
+}
+
 // Tenant tells whether the rollup keeps the tenant: then no shape-keyed rollup can recount it, and
 // a rebuild counts it from the raw attempts.
 func (n Narrow) Tenant() bool { return slices.Contains(n.Keep, "tenant") }
@@ -105,10 +111,10 @@ func (n Narrow) Key() []string {
 	return slices.Concat([]string{"project_id", "bucket"}, n.Keep, []string{"fallback", "status", "error_class"})
 }
 
-// NarrowTables lists the narrow daily rollups, comma-separated.
+// NarrowTables lists the narrow rollups, daily and hourly, comma-separated.
 func NarrowTables() string {
 	var t []string
-	for _, d := range DailyBy {
+	for _, d := range slices.Concat(DailyBy, HourlyBy) {
 		t = append(t, d.Table)
 	}
 	return strings.Join(t, ", ")

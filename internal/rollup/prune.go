@@ -1,0 +1,75 @@
+package rollup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Hourly detail is coarsened after a few days (migration 00032). rollup_hourly keeps each hour per
+// series shape: on a ledger of many services and models about 0.65 rows an attempt, as many as
+// the raw table when kept for good. Prune deletes its hours older than HourlyKeep and a day; the
+// narrow hourly rollups (HourlyBy: per provider and model) keep every hour, and rollup_daily and
+// the narrow daily rollups every day. A question that needs a shape's hours from further back than
+// HourlyKeep reads whole days instead (analytics rounds its range outward to local midnights) or,
+// grouped by hour, the raw attempts.
+
+// HourlyKeep is how far back rollup_hourly surely holds every hour: 8 days, so that the week the
+// dashboard shows by default, the alert windows and the hourly charts of the last days all find
+// their hours.
+const HourlyKeep = 8 * 24 * time.Hour
+
+// pruneSlack is how much longer than HourlyKeep a pruned hour was kept: a reader that chose
+// rollup_hourly by its own clock a moment before still finds the hours it planned on.
+const pruneSlack = 24 * time.Hour
+
+// PrunedBeforeSQL is the hour before which rollup_hourly holds nothing, as Prune recorded it in
+// settings ('-infinity' before any prune): a fold, a rebuild and a reprice leave those hours out,
+// so a late attempt does not bring back part of an hour.
+const PrunedBeforeSQL = `coalesce((SELECT value::timestamptz FROM settings WHERE key = 'hourly_pruned_before'), '-infinity')`
+
+// pruneChunk is how many rollup_hourly rows one prune transaction deletes at most.
+const pruneChunk = 20_000
+
+// pruneSQL records the cutoff $1 (never moving it back) and deletes up to $2 rollup_hourly rows older than it, returning
+// how many it deleted.
+const pruneSQL = `WITH cut AS (
+		INSERT INTO settings (key, value) VALUES ('hourly_pruned_before', $1::timestamptz::text)
+		ON CONFLICT (key) DO UPDATE SET value = greatest(settings.value::timestamptz, excluded.value::timestamptz)::text
+	), gone AS (
+		DELETE FROM rollup_hourly WHERE ctid = ANY(ARRAY(SELECT ctid FROM rollup_hourly WHERE bucket < $1 LIMIT $2))
+		RETURNING 1
+	)
+	SELECT count(*) FROM gone`
+
+// PruneCutoff is the hour before which Prune, run at now, deletes rollup_hourly's rows.
+func PruneCutoff(now time.Time) time.Time {
+	return now.Add(-HourlyKeep - pruneSlack).UTC().Truncate(time.Hour)
+}
+
+// Prune deletes rollup_hourly's hours before PruneCutoff(now) and records the cutoff, in
+// transactions of its own of at most pruneChunk rows, each taking the fold lock (so no fold,
+// reprice or rebuild works on the rows meanwhile). It returns how many rows it deleted.
+func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) (int64, error) {
+	cut := PruneCutoff(now)
+	var total int64
+	for {
+		var n int64
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
+				return fmt.Errorf("lock rollup fold: %w", err)
+			}
+			return tx.QueryRow(ctx, pruneSQL, cut, pruneChunk).Scan(&n)
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune hourly rollups before %s: %w", cut.Format(time.RFC3339), err)
+		}
+		total += n
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
