@@ -64,25 +64,39 @@ func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time
 // candidates are the windows of raw attempts worth reading minute by minute, found from the
 // hourly rollups, and each model's error rate over all the hours (its baseline). An hour is a
 // candidate for a model when its error rate passes a sixth of the way from the baseline to the
-// model's threshold, when its attempts per call pass a sixth of the way from 1 to StormAttempts,
-// or when it holds MinFallbacks fallback answers for the model: what a ten-minute incident leaves
-// in an hour of steady traffic. Each candidate hour is read with the hours on either side, so a
-// period that crosses into them is read whole.
+// model's threshold and it holds, with the busier of the hours beside it, MinFailed failed
+// attempts; when its attempts per call pass a sixth of the way from 1 to StormAttempts and it
+// holds, likewise, MinExtra extra attempts; or when it holds MinFallbacks fallback answers for the
+// model: what a ten-minute incident leaves in an hour of steady traffic, and what an incident needs
+// to be one (an hour of a quiet model whose few calls failed by chance is not read). Each candidate
+// hour is read with the hours on either side, so a period that crosses into them is read whole.
 func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]float64) {
-	type tally struct{ attempts, failed int64 }
+	type tally struct{ attempts, failed, extra int64 }
 	totals := map[string]*tally{}
+	type modelHour struct {
+		model string
+		hour  int64
+	}
+	byHour := map[modelHour]*tally{}
 	for _, g := range hours {
 		if *g.Key.Fallback {
 			continue
 		}
-		t := totals[*g.Key.Model]
-		if t == nil {
-			t = &tally{}
-			totals[*g.Key.Model] = t
-		}
-		t.attempts += g.Attempts
+		var failed int64
 		for _, n := range g.Errors {
-			t.failed += n
+			failed += n
+		}
+		k := modelHour{*g.Key.Model, g.Key.Hour.Unix()}
+		if totals[k.model] == nil {
+			totals[k.model] = &tally{}
+		}
+		if byHour[k] == nil {
+			byHour[k] = &tally{}
+		}
+		for _, t := range []*tally{totals[k.model], byHour[k]} {
+			t.attempts += g.Attempts
+			t.failed += failed
+			t.extra += g.Attempts - g.Requests
 		}
 	}
 	baseline := map[string]float64{}
@@ -91,24 +105,29 @@ func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]flo
 			baseline[m] = float64(t.failed) / float64(t.attempts)
 		}
 	}
+	// near is what the hour h of model m and the busier of the hours beside it hold, by f.
+	near := func(k modelHour, f func(*tally) int64) int64 {
+		var side int64
+		for _, d := range []int64{-3600, 3600} {
+			if t := byHour[modelHour{k.model, k.hour + d}]; t != nil {
+				side = max(side, f(t))
+			}
+		}
+		return f(byHour[k]) + side
+	}
 	hot := map[int64]bool{}
 	for _, g := range hours {
-		h := g.Key.Hour.Unix()
-		if *g.Key.Fallback {
-			if fb := g.Succeeded; fb >= p.MinFallbacks {
-				hot[h] = true
-			}
-			continue
+		if *g.Key.Fallback && g.Succeeded >= p.MinFallbacks {
+			hot[g.Key.Hour.Unix()] = true
 		}
-		b := baseline[*g.Key.Model]
+	}
+	for k, t := range byHour {
+		b := baseline[k.model]
 		cut := b + (max(p.ErrorFloor, p.ErrorFactor*b)-b)/6
-		var failed int64
-		for _, n := range g.Errors {
-			failed += n
-		}
-		if g.Attempts > 0 && failed > 0 && float64(failed) >= cut*float64(g.Attempts) ||
-			g.Requests > 0 && float64(g.Attempts) >= (1+(p.StormAttempts-1)/6)*float64(g.Requests) {
-			hot[h] = true
+		calls := t.attempts - t.extra
+		if t.failed > 0 && float64(t.failed) >= cut*float64(t.attempts) && near(k, func(t *tally) int64 { return t.failed }) >= p.MinFailed ||
+			calls > 0 && float64(t.attempts) >= (1+(p.StormAttempts-1)/6)*float64(calls) && near(k, func(t *tally) int64 { return t.extra }) >= p.MinExtra {
+			hot[k.hour] = true
 		}
 	}
 	var starts []int64

@@ -11,7 +11,7 @@ import (
 // spendIncidents finds the spend spikes that overlap [from, to): runs of hours whose spend passed
 // SpendFactor times the usual spend of that local hour of the day (the median over the SpendDays
 // days before; days without spend count as nothing spent) by at least MinExtraSpend. The hourly
-// spend comes from Summary by hour, read in ranges it allows.
+// spend comes from the summary by hour without latencies (sumsOnly), read in ranges it allows.
 func (s *Service) spendIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
 	readFrom := from.AddDate(0, 0, -p.SpendDays)
 	readTo := to
@@ -25,11 +25,11 @@ func (s *Service) spendIncidents(ctx context.Context, project int64, from, to, n
 		if b.After(readTo) {
 			b = readTo
 		}
-		sum, err := s.Summary(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour)
+		groups, err := s.sumsOnly(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour)
 		if err != nil {
 			return nil, err
 		}
-		for _, g := range sum.Groups {
+		for _, g := range groups {
 			spend[g.Key.Hour.Unix()] = costOrZero(g.CostUSD)
 			calls[g.Key.Hour.Unix()] = g.Requests
 		}

@@ -37,8 +37,13 @@ func RawSums() string {
 
 // RawHistSQL is the SELECT of the latency histograms of the succeeded attempts that where selects,
 // per bucket (named minute), series and fallback flag: the columns series_id, fallback, minute and
-// latency_hist. Apart from RawRowsSQL, so the sums do not pay for the histograms.
+// latency_hist, the text of an int8[] histogram, several rows per group, to be merged. Apart from
+// RawRowsSQL, so the sums do not pay for the histograms. Each row is one histogram bucket's count,
+// written as the one-bucket histogram "[b:b]={n}" by plain SQL: building whole histograms with
+// hist_agg calls a PL/pgSQL function for every attempt, which took most of a minute summary's time.
 func RawHistSQL(bucket, where string) string {
-	return fmt.Sprintf(`SELECT series_id, fallback, %s AS minute, %s AS latency_hist
-	FROM attempts WHERE status = 'ok' AND (%s) GROUP BY 1, 2, 3`, bucket, LatencyHistExpr, where)
+	return fmt.Sprintf(`SELECT series_id, fallback, minute, '[' || b || ':' || b || ']={' || count(*) || '}' AS latency_hist
+	FROM (SELECT series_id, fallback, %s AS minute, latency_bucket(latency_ms) AS b FROM attempts
+		WHERE status = 'ok' AND (%s)) a
+	GROUP BY 1, 2, 3, b`, bucket, where)
 }
