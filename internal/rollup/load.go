@@ -23,7 +23,8 @@
 //
 // An ingest commit adds its deltas to pending_load_minute (with the local day of each minute);
 // the fold (LoadFoldSQL, in Fold) adds them to rollup_load_minute, then recounts every grouping at
-// the minutes it touched and raises the day's peaks where they are passed. Sums only grow and the
+// the minutes it touched and raises the day's peaks where they are passed, writing only the peak
+// rows that change (most folds pass no peak: a day's busiest minute is passed rarely). Sums only grow and the
 // lowest headroom only falls as records arrive, so the peaks a fold keeps are those a recount from
 // scratch finds (LoadRebuildSQL, in RebuildSteps).
 
@@ -189,8 +190,13 @@ func chooseSet(cond string, cols ...string) []string {
 // headroomMerge is the SET items that keep, of the stored row r and the incoming one, the lower
 // headroom of limit l.
 func headroomMerge(l string) []string {
-	return chooseSet(fmt.Sprintf("headroom_below(excluded.%[1]s_remaining, excluded.%[1]s_limit, r.%[1]s_remaining, r.%[1]s_limit)", l),
-		l+"_remaining", l+"_limit")
+	return chooseSet(headroomLower(l), l+"_remaining", l+"_limit")
+}
+
+// headroomLower is the condition under which the incoming row's headroom of limit l is lower than
+// the stored row r's.
+func headroomLower(l string) string {
+	return fmt.Sprintf("headroom_below(excluded.%[1]s_remaining, excluded.%[1]s_limit, r.%[1]s_remaining, r.%[1]s_limit)", l)
 }
 
 // LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute and
@@ -208,7 +214,7 @@ var LoadFoldSQL = func() string {
 		sums = append(sums, fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col))
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
-	var peakSet []string
+	var peakSet, raised []string
 	for _, c := range []struct{ v, at, also string }{{"requests", "requests_at", "rate_limited"},
 		{"input_tokens", "input_tokens_at", ""}, {"output_tokens", "output_tokens_at", ""}, {"tokens", "tokens_at", ""}} {
 		// A row comparison with the minutes swapped: the larger count wins, then the earlier minute.
@@ -218,10 +224,12 @@ var LoadFoldSQL = func() string {
 			cols = append(cols, c.also)
 		}
 		peakSet = append(peakSet, chooseSet(cond, cols...)...)
+		raised = append(raised, cond)
 	}
 	for _, l := range LoadLimits {
 		set = append(set, headroomMerge(l)...)
 		peakSet = append(peakSet, headroomMerge(l)...)
+		raised = append(raised, headroomLower(l))
 	}
 	key := strings.Join(LoadKey, ", ")
 	pl := chunkOf("pending_load_minute")
@@ -245,13 +253,13 @@ var LoadFoldSQL = func() string {
 		INSERT INTO rollup_load_peaks AS r (%[7]s, %[8]s)
 		%[9]s
 		ORDER BY %[10]s
-		ON CONFLICT (%[7]s) DO UPDATE SET %[11]s
+		ON CONFLICT (%[7]s) DO UPDATE SET %[11]s WHERE %[12]s
 		RETURNING 1
 	)
 	SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM pk), `+pl.taken,
 		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
 		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(peakKey, ", "), strings.Join(peakCols, ", "),
-		peaksOf("m", "pd"), Ordinals(len(peakKey)), strings.Join(peakSet, ", "))
+		peaksOf("m", "pd"), Ordinals(len(peakKey)), strings.Join(peakSet, ", "), strings.Join(raised, " OR "))
 }()
 
 // LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:
