@@ -112,7 +112,8 @@ var cacheHashSQL = func() string {
 
 // cacheShapesSQL ranks the series shapes the filter selects by (service, operation, provider,
 // model): the small integer (model_id) the cache queries add rollup_cache_hourly's rows up on, which
-// keys them by shape (migration 00011), so only the shapes are ranked, not every tenant's series.
+// keys them by shape (migration 00011), so only the shapes are ranked, not every tenant's series;
+// the partial index series_shapes (migration 00033) finds them without reading the others.
 const cacheShapesSQL = `
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model

@@ -236,12 +236,17 @@ const tenantSourceSQL = `
 	UNION ALL
 	%[5]s`
 
-// rawCols are the sums of sumCols (or, for "latency_hist", the histogram) over raw attempts.
+// rawCols are the sums of the columns cols (a list of sumCols, or "latency_hist", the histogram)
+// over raw attempts, named by their columns.
 func rawCols(cols string) string {
 	if cols == "latency_hist" {
 		return rollup.LatencyHistExpr + " AS latency_hist"
 	}
-	return rollup.RawSums()
+	var out []string
+	for _, c := range strings.Split(cols, ", ") {
+		out = append(out, "("+rollup.Sums[rollup.Index(rollup.Sums, c)].Expr+")::int8 AS "+c)
+	}
+	return strings.Join(out, ", ")
 }
 
 // rawEdges is rawEdgesSQL for the rows keeping the series columns keep.
@@ -290,8 +295,10 @@ func narrowFilter(keep map[string]bool) string {
 // rollup.HourlyKeep only (or of the raw attempts, for the tenant plans): see coarse.
 type plan struct {
 	sums, latency string
-	keep          map[string]bool
-	raw, kept     bool
+	// cost adds up the cost of the rows per group and fallback flag: what SummaryTop ranks by.
+	cost      string
+	keep      map[string]bool
+	raw, kept bool
 	// shapeHours: the plan reads its hours from rollup_hourly.
 	shapeHours bool
 }
@@ -311,6 +318,10 @@ func narrowPlan(keep []string, src func(cols, where string) string, raw bool) pl
 	FROM (` + src(strings.Join(sumCols, ", "), "") + `) r
 	WHERE ` + narrowFilter(kept) + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
+		cost: `SELECT %[1]s r.fallback, sum8(r.cost_nanos) AS cost_nanos
+	FROM (` + src("cost_nanos", "") + `) r
+	WHERE ` + narrowFilter(kept) + `
+	GROUP BY %[1]s r.fallback`,
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + src("latency_hist", " AND status = 'ok'") + `) r
 	WHERE ` + narrowFilter(kept),
@@ -384,6 +395,11 @@ func seriesPlan(sums, hists string) plan {
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
 	WHERE ` + seriesFilter + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
+		cost: `SELECT %[1]s r.fallback, sum8(r.cost_nanos) AS cost_nanos
+	FROM (` + sums + `) r
+	JOIN series s ON s.project_id = @project AND s.id = r.series_id
+	WHERE ` + seriesFilter + `
+	GROUP BY %[1]s r.fallback`,
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + hists + `) r
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
@@ -1003,7 +1019,7 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 	// The ranking: every group's cost, the n costliest kept (ties in key order, as Top breaks
 	// them), and how many groups there are.
 	rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
-		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())))
+		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
 	args["top_n"] = n
 	var (
 		keys  []string
