@@ -434,20 +434,24 @@ func (w *Writer) prune(ctx context.Context) {
 func (w *Writer) fold(ctx context.Context) error {
 	upTo, began := w.committed.Load(), time.Now()
 	defer w.readPending(ctx)
-	for cur := rollup.NewCursor(); !cur.Done(); {
-		next, moved, err := w.foldChunk(ctx, cur)
+	// failed ends a fold that did not reach the end: another fold held the lock (the deltas stay
+	// pending, and the folder waits a little), or err.
+	failed := func(err error) error {
+		w.m.foldFailures.Inc()
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
-			w.m.foldFailures.Inc()
 			w.busySince = time.Now()
 			w.ended(began, false)
 			w.log.Warn("fold rollups: another fold (a rollup rebuild or reprice?) has held the lock for over a second; the deltas stay pending")
 			return nil
 		}
+		w.ended(began, false)
+		return fmt.Errorf("fold rollups: %w", err)
+	}
+	for cur := rollup.NewCursor(); !cur.Done(); {
+		next, moved, err := w.foldChunk(ctx, cur)
 		if err != nil {
-			w.m.foldFailures.Inc()
-			w.ended(began, false)
-			return fmt.Errorf("fold rollups: %w", err)
+			return failed(err)
 		}
 		cur = next
 		if moved > 0 && time.Since(w.lastVacuum) >= time.Second {
@@ -456,6 +460,9 @@ func (w *Writer) fold(ctx context.Context) error {
 				w.log.Warn("vacuum pending rollups", "err", err)
 			}
 		}
+	}
+	if err := w.raisePeaks(ctx); err != nil {
+		return failed(err)
 	}
 	w.folded.Store(upTo)
 	w.ended(began, true)
@@ -509,6 +516,20 @@ func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Curso
 	}
 	w.m.foldChunks.Inc()
 	return next, moved, nil
+}
+
+// raisePeaks raises the load peaks at the minutes the fold's chunks touched, in a transaction of
+// its own, once they are all folded.
+func (w *Writer) raisePeaks(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
+	defer cancel()
+	return pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+			return err
+		}
+		_, err := rollup.RaisePeaks(ctx, tx)
+		return err
+	})
 }
 
 // readPending reads the pending tables' depth for /metrics.

@@ -189,7 +189,7 @@ var cacheFoldUpsert = func() string {
 // database about once a minute, and a minute of backfill leaves hundreds of megabytes of dead rows
 // that every fold's scan then reads, so the writer vacuums them itself, about once a second while
 // it folds.
-const VacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache, pending_load_minute`
+const VacuumPendingSQL = `VACUUM (SKIP_LOCKED) pending_rollup_hourly, pending_cache, pending_load_minute, pending_load_touched`
 
 // DefaultChunk is how many pending rows of each table a fold takes in one statement: about a
 // second's work on a backlog (a fold sums and upserts some 25,000 pending rows a second on the
@@ -267,8 +267,8 @@ func FoldChunk(ctx context.Context, tx pgx.Tx, cur Cursor, n int) (Cursor, int64
 }
 
 // Fold adds every pending rollup delta tx sees to the rollups and removes it from the pending
-// tables, chunk after chunk in tx, after waiting for any other fold to finish, and returns how many
-// rollup rows it wrote. Reprice and rebuild call it first in a REPEATABLE READ transaction, so the
+// tables, chunk after chunk in tx, then raises the load peaks, after waiting for any other fold to
+// finish, and returns how many rollup rows it wrote. Reprice and rebuild call it first in a REPEATABLE READ transaction, so the
 // deltas they fold are exactly those of the attempts they read; deltas committed later stay
 // pending for the next fold.
 func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
@@ -283,7 +283,22 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 		}
 		total += moved
 	}
-	return total, nil
+	raised, err := RaisePeaks(ctx, tx)
+	return total + raised, err
+}
+
+// RaisePeaks raises the load peaks at the minutes the folds' chunks touched (RaisePeaksSQL), after
+// waiting for any other fold to finish (it takes the fold lock for the rest of tx), and returns
+// how many peak rows it wrote. A fold calls it once its chunks reach the end of the pending tables.
+func RaisePeaks(ctx context.Context, tx pgx.Tx) (int64, error) {
+	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
+		return 0, fmt.Errorf("lock rollup fold: %w", err)
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, RaisePeaksSQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("raise load peaks: %w", err)
+	}
+	return n, nil
 }
 
 // PendingRowsSQL estimates how many rows wait in the pending tables, from the statistics
