@@ -275,7 +275,8 @@ func daysFrom(t *testing.T, rows []string, day string) []string {
 // after the raw attempts of September were dropped for retention, their rollups survive every
 // rebuild: kept as they are, recounted from hourly rollups for New York, and refused for India,
 // whose days cannot be made of whole UTC hours; the tenant rollups, which no hourly rollup can
-// recount, drop those days when the timezone changes.
+// recount, drop those days when the timezone changes. Once their hours are pruned, a change of
+// timezone is refused.
 func TestRebuildTimezone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -345,4 +346,19 @@ func TestRebuildTimezone(t *testing.T) {
 		}
 		last = snapshot(t, inUTC)
 	}
+
+	// Once September's hours by shape are pruned (rollup.Prune on October 12), its days cannot be
+	// recounted in another timezone: refused, nothing changed. In the same timezone they are kept.
+	if _, err := rollup.Prune(ctx, inUTC.st.Pool, time.Date(2026, 10, 12, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	pruned := snapshot(t, inUTC)
+	if _, err := analytics.Rebuild(ctx, inUTC.st.Pool, time.UTC); err == nil || !strings.Contains(err.Error(), "pruned") {
+		t.Errorf("to UTC after the prune: %v, want a refusal naming the pruned hours", err)
+	}
+	sameRollups(t, "to UTC after the prune (refused)", snapshot(t, inUTC), pruned)
+	if _, err := analytics.Rebuild(ctx, inUTC.st.Pool, ny); err != nil {
+		t.Fatal(err)
+	}
+	sameRollups(t, "same timezone after the prune", snapshot(t, inUTC), pruned)
 }
