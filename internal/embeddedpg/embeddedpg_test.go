@@ -544,19 +544,28 @@ func TestStartAsNonRootUser(t *testing.T) {
 	if err := own(foreign, nobody); err != nil {
 		t.Fatal(err)
 	}
-	cmd := helperCommand(t, helperCheck, foreign)
-	cmd.Path, cmd.Args[0] = exeCopy, exeCopy
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nobody.credential()}
-	out, err := cmd.CombinedOutput()
+	// asNobody runs the copy as nobody on the cluster directory d, from the directory wd.
+	asNobody := func(d, wd string) ([]byte, error) {
+		// A child another test forks while the copy is being written inherits its open file, and
+		// exec then fails with ETXTBSY until that child has exec'd in turn (golang.org/issue/22315):
+		// try again a little later.
+		for try := 0; ; try++ {
+			cmd := helperCommand(t, helperCheck, d)
+			cmd.Path, cmd.Args[0] = exeCopy, exeCopy
+			cmd.Dir = wd
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nobody.credential()}
+			out, err := cmd.CombinedOutput()
+			if !errors.Is(err, syscall.ETXTBSY) || try == 50 {
+				return out, err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	out, err := asNobody(foreign, "")
 	if err == nil || !strings.Contains(string(out), "belongs to uid 0, not to the user running ledgerd") {
 		t.Errorf("ledgerd as nobody on root's cluster directory: %v, want an error about its owner:\n%s", err, out)
 	}
-
-	cmd = helperCommand(t, helperCheck, dir)
-	cmd.Path, cmd.Args[0] = exeCopy, exeCopy
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nobody.credential()}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := asNobody(dir, dir); err != nil {
 		t.Fatalf("ledgerd as nobody: %v\n%s", err, out)
 	}
 	checkOwnedPrivate(t, filepath.Join(dir, "postgres", "data"), nobody)
