@@ -518,18 +518,27 @@ func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Curso
 	return next, moved, nil
 }
 
-// raisePeaks raises the load peaks at the minutes the fold's chunks touched, in a transaction of
-// its own, once they are all folded.
+// raisePeaks raises the load peaks at the minutes the fold's chunks touched, once they are all
+// folded, rollup.RaiseChunk minutes a transaction, each bounded by FlushTimeout.
 func (w *Writer) raisePeaks(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
-	defer cancel()
-	return pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+	for more := true; more; {
+		err := func() error {
+			ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
+			defer cancel()
+			return pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+					return err
+				}
+				var err error
+				_, more, err = rollup.RaisePeaks(ctx, tx)
+				return err
+			})
+		}()
+		if err != nil {
 			return err
 		}
-		_, err := rollup.RaisePeaks(ctx, tx)
-		return err
-	})
+	}
+	return nil
 }
 
 // readPending reads the pending tables' depth for /metrics.

@@ -29,9 +29,11 @@ func snapshot(t *testing.T, l *ledger) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, table := range []string{"rollup_hourly", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
-		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes"} {
+		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes", "rollup_load_minute", "rollup_load_peaks"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
+		case "rollup_load_minute", "rollup_load_peaks": // keyed by names, no series or histogram
+			q = `SELECT to_jsonb(r)::text FROM ` + table + ` r ORDER BY 1`
 		case "rollup_hourly_model", "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant": // keyed by series columns, not a series
 			q = `SELECT ((to_jsonb(r) - 'latency_hist') || jsonb_build_object('hist', r.latency_hist::text))::text
 				FROM ` + table + ` r ORDER BY 1`

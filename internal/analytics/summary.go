@@ -292,7 +292,7 @@ func narrowFilter(keep map[string]bool) string {
 // keep are the series columns the plan's rows hold (nil: all, on the series s); raw plans read
 // every hour of the range from the raw attempts; kept plans read their hours from a narrow hourly
 // rollup, which keeps every hour. The others' hours are those of rollup_hourly, kept for
-// rollup.HourlyKeep only (or of the raw attempts, for the tenant plans): see coarse.
+// rollup.HourlyKeep only (or of the raw attempts, for the tenant plans): see rangeOf.
 type plan struct {
 	sums, latency string
 	// cost adds up the cost of the rows per group and fallback flag: what SummaryTop ranks by.

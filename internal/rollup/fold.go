@@ -283,22 +283,38 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 		}
 		total += moved
 	}
-	raised, err := RaisePeaks(ctx, tx)
-	return total + raised, err
+	for more := true; more; {
+		var (
+			raised int64
+			err    error
+		)
+		if raised, more, err = RaisePeaks(ctx, tx); err != nil {
+			return total, err
+		}
+		total += raised
+	}
+	return total, nil
 }
 
-// RaisePeaks raises the load peaks at the minutes the folds' chunks touched (RaisePeaksSQL), after
-// waiting for any other fold to finish (it takes the fold lock for the rest of tx), and returns
-// how many peak rows it wrote. A fold calls it once its chunks reach the end of the pending tables.
-func RaisePeaks(ctx context.Context, tx pgx.Tx) (int64, error) {
+// RaiseChunk is how many touched minutes RaisePeaks recounts in one statement: on a ledger of
+// many services and models a minute holds a few hundred load rows, so a chunk is about a second's
+// work, and the peaks of a backfill of any size are raised in bounded steps.
+const RaiseChunk = 240
+
+// RaisePeaks raises the load peaks at up to RaiseChunk of the minutes the folds' chunks touched
+// (RaisePeaksSQL), after waiting for any other fold to finish (it takes the fold lock for the rest
+// of tx), and returns how many peak rows it wrote and whether minutes are left for another call.
+// A fold calls it, each call in a transaction of its own, once its chunks reach the end of the
+// pending tables.
+func RaisePeaks(ctx context.Context, tx pgx.Tx) (wrote int64, more bool, err error) {
 	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-		return 0, fmt.Errorf("lock rollup fold: %w", err)
+		return 0, false, fmt.Errorf("lock rollup fold: %w", err)
 	}
-	var n int64
-	if err := tx.QueryRow(ctx, RaisePeaksSQL).Scan(&n); err != nil {
-		return 0, fmt.Errorf("raise load peaks: %w", err)
+	var taken int64
+	if err := tx.QueryRow(ctx, RaisePeaksSQL, RaiseChunk).Scan(&wrote, &taken); err != nil {
+		return 0, false, fmt.Errorf("raise load peaks: %w", err)
 	}
-	return n, nil
+	return wrote, taken == RaiseChunk, nil
 }
 
 // PendingRowsSQL estimates how many rows wait in the pending tables, from the statistics
