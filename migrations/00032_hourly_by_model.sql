@@ -11,7 +11,8 @@ ALTER TABLE rollup_hourly_model ALTER COLUMN bucket TYPE timestamptz,
     SET (fillfactor = 70);
 
 -- Counted from rollup_hourly (still whole): folds wait, as the rows must match the pending ones
--- they will add to.
+-- they will add to. Stop the ledgerds of the previous version before migrating: their folds would
+-- add to rollup_hourly and not to rollup_hourly_model.
 LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE;
 INSERT INTO rollup_hourly_model (project_id, bucket, provider, model, fallback_from, fallback, status, error_class,
     attempts, requests, input_tokens, output_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens,
