@@ -246,3 +246,60 @@ func TestTop(t *testing.T) {
 		})
 	}
 }
+
+// TestRangeOf checks the effective range and plan of summaries around the 8 days rollup_hourly
+// keeps its hours (rollup.HourlyKeep): questions by model keep their hours however old; questions
+// by shape or tenant reaching further back start at local midnight, and end at one when they end
+// that far back too (both ends where days do not begin on whole UTC hours); grouped by hour they
+// read the raw attempts.
+func TestRangeOf(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	india, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// November 20; New York's midnights are at 05:00 UTC (daylight saving time ended on the 1st),
+	// India's at 18:30 the day before.
+	now := time.Date(2026, 11, 20, 15, 30, 0, 0, time.UTC)
+	utc := func(d, h, m int) time.Time { return time.Date(2026, 11, d, h, m, 0, 0, time.UTC) }
+	for _, c := range []struct {
+		name     string
+		tz       *time.Location
+		dims     []string
+		f        Filter
+		from, to time.Time
+		// wantFrom, wantTo are the range answered; raw whether the raw attempts answer it.
+		wantFrom, wantTo time.Time
+		raw              bool
+	}{
+		{"recent, by service: hours kept", ny, []string{ByService}, Filter{}, utc(15, 9, 0), utc(20, 15, 0), utc(15, 9, 0), utc(20, 15, 0), false},
+		{"old, by model: hours kept by model", ny, []string{ByModel}, Filter{}, utc(2, 9, 0), utc(20, 15, 0), utc(2, 9, 0), utc(20, 15, 0), false},
+		{"old, by service: from midnight", ny, []string{ByService}, Filter{}, utc(2, 9, 0), utc(20, 15, 0), utc(2, 5, 0), utc(20, 15, 0), false},
+		{"old, by tenant: from midnight", ny, []string{ByTenant}, Filter{}, utc(2, 9, 0), utc(20, 15, 0), utc(2, 5, 0), utc(20, 15, 0), false},
+		{"old, a model of a service: from midnight", ny, []string{ByModel}, Filter{Service: "s"}, utc(2, 9, 0), utc(20, 15, 0), utc(2, 5, 0), utc(20, 15, 0), false},
+		{"old at both ends: midnight to midnight", ny, []string{ByService}, Filter{}, utc(2, 9, 0), utc(5, 9, 0), utc(2, 5, 0), utc(6, 5, 0), false},
+		{"old, days at half hours: both ends at midnight", india, []string{ByTenant}, Filter{}, utc(2, 9, 0), utc(20, 15, 0), utc(1, 18, 30), utc(20, 18, 30), false},
+		{"old, by hour and service: raw", ny, []string{ByHour, ByService}, Filter{}, utc(2, 9, 0), utc(3, 9, 0), utc(2, 9, 0), utc(3, 9, 0), true},
+		{"old, by hour and model: hours kept by model", ny, []string{ByHour, ByModel}, Filter{}, utc(2, 9, 0), utc(3, 9, 0), utc(2, 9, 0), utc(3, 9, 0), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Service{tz: c.tz, now: func() time.Time { return now }}
+			g, err := parseGrouping(c.dims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.f.From, c.f.To = c.from, c.to
+			p, from, to, err := s.rangeOf(g, c.f, planFor(g, c.f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !from.Equal(c.wantFrom) || !to.Equal(c.wantTo) || p.raw != c.raw {
+				t.Errorf("answered [%v, %v) raw %v, want [%v, %v) raw %v", from, to, p.raw, c.wantFrom, c.wantTo, c.raw)
+			}
+		})
+	}
+}
