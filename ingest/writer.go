@@ -134,7 +134,11 @@ type Writer struct {
 	// progress however slow the database is.
 	chunk      int
 	lastVacuum time.Time
+	// lastPrune is when the last prune began; pruning whether it has chunks left, pruned the rows
+	// it deleted so far.
 	lastPrune  time.Time
+	pruning    bool
+	pruned     int64
 	foldCtx    context.Context
 	stopFolds  context.CancelFunc
 	folderDone chan struct{}
@@ -384,7 +388,7 @@ func (w *Writer) Behind() time.Duration {
 
 // folder folds every FoldEvery while there are new commits, at once when a read asks (Sync), and
 // every 30 seconds regardless, for deltas a stopped replica left pending; for 5 seconds after a fold
-// gave up on the lock, it waits. Every PruneEvery it prunes rollup_hourly.
+// gave up on the lock, it waits. Every PruneEvery it prunes rollup_hourly, a chunk a tick.
 func (w *Writer) folder() {
 	defer close(w.folderDone)
 	tick := time.NewTicker(w.opt.FoldEvery)
@@ -406,26 +410,34 @@ func (w *Writer) folder() {
 				w.log.Error("fold rollups", "err", err)
 			}
 		}
-		if w.opt.PruneEvery > 0 && time.Since(w.lastPrune) >= w.opt.PruneEvery {
-			w.lastPrune = time.Now()
-			w.prune(w.foldCtx)
+		if w.opt.PruneEvery > 0 && (w.pruning || time.Since(w.lastPrune) >= w.opt.PruneEvery) {
+			if !w.pruning {
+				w.lastPrune = time.Now()
+			}
+			w.pruning = w.prune(w.foldCtx)
 		}
 	}
 }
 
-// prune removes the hours rollup_hourly keeps no longer. Several replicas may prune at once: each
-// chunk takes the fold lock, and a second prune finds nothing left.
-func (w *Writer) prune(ctx context.Context) {
-	n, err := rollup.Prune(ctx, w.st.Pool, time.Now())
-	if err != nil {
+// prune removes one chunk of the hours rollup_hourly keeps no longer and tells whether more may be
+// left: the folder prunes a chunk a tick, so that the first prune of a large ledger does not hold
+// up its folds. Several replicas may prune at once: each chunk takes the fold lock.
+func (w *Writer) prune(ctx context.Context) (more bool) {
+	var n int64
+	if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+		n, more, err = rollup.PruneChunk(ctx, tx, time.Now())
+		return err
+	}); err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("prune hourly rollups", "err", err)
 		}
-		return
+		return false
 	}
-	if n > 0 {
-		w.log.Info("pruned hourly rollups", "rows", n, "before", rollup.PruneCutoff(time.Now()).Format(time.RFC3339))
+	if w.pruned += n; !more && w.pruned > 0 {
+		w.log.Info("pruned hourly rollups", "rows", w.pruned, "before", rollup.PruneCutoff(time.Now()).Format(time.RFC3339))
+		w.pruned = 0
 	}
+	return more
 }
 
 // fold folds until it reaches the end of every pending table, one chunk per transaction, each
@@ -488,23 +500,17 @@ const minChunk = 100
 
 // foldChunk folds one chunk from cur in a transaction of its own.
 func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Cursor, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
-	defer cancel()
 	start := time.Now()
 	var (
 		next  rollup.Cursor
 		moved int64
 	)
-	err := pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
-			return err
-		}
-		var err error
+	timedOut, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
 		next, moved, err = rollup.FoldChunk(ctx, tx, cur, w.chunk)
 		return err
 	})
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case timedOut:
 		w.chunk = max(w.chunk/2, minChunk)
 	case err == nil:
 		w.chunk = min(w.chunk*2, w.opt.FoldChunk)
@@ -518,23 +524,29 @@ func (w *Writer) foldChunk(ctx context.Context, cur rollup.Cursor) (rollup.Curso
 	return next, moved, nil
 }
 
+// foldTx runs fn in a transaction of its own bounded by FlushTimeout, giving up on a lock held for
+// over a second (another fold, a reprice or a rebuild): the shape of every step the folder takes
+// under the fold lock. timedOut says whether it ran out of time.
+func (w *Writer) foldTx(ctx context.Context, fn func(context.Context, pgx.Tx) error) (timedOut bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
+	defer cancel()
+	err = pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
+	return errors.Is(ctx.Err(), context.DeadlineExceeded), err
+}
+
 // raisePeaks raises the load peaks at the minutes the fold's chunks touched, once they are all
-// folded, rollup.RaiseChunk minutes a transaction, each bounded by FlushTimeout.
+// folded, rollup.RaiseChunk minutes a transaction.
 func (w *Writer) raisePeaks(ctx context.Context) error {
 	for more := true; more; {
-		err := func() error {
-			ctx, cancel := context.WithTimeout(ctx, w.opt.FlushTimeout)
-			defer cancel()
-			return pgx.BeginFunc(ctx, w.st.Pool, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
-					return err
-				}
-				var err error
-				_, more, err = rollup.RaisePeaks(ctx, tx)
-				return err
-			})
-		}()
-		if err != nil {
+		if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+			_, more, err = rollup.RaisePeaks(ctx, tx)
+			return err
+		}); err != nil {
 			return err
 		}
 	}

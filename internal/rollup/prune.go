@@ -50,26 +50,36 @@ func PruneCutoff(now time.Time) time.Time {
 	return now.Add(-HourlyKeep - pruneSlack).UTC().Truncate(time.Hour)
 }
 
-// Prune deletes rollup_hourly's hours before PruneCutoff(now) and records the cutoff, in
-// transactions of its own of at most pruneChunk rows, each taking the fold lock (so no fold,
-// reprice or rebuild works on the rows meanwhile). It returns how many rows it deleted.
-func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) (int64, error) {
+// PruneChunk deletes up to pruneChunk of rollup_hourly's rows before PruneCutoff(now) and records
+// the cutoff, in tx, after waiting for any other fold to finish (it takes the fold lock for the
+// rest of tx: no fold, reprice or rebuild works on the rows meanwhile). It returns how many rows
+// it deleted and whether more may be left.
+func PruneChunk(ctx context.Context, tx pgx.Tx, now time.Time) (int64, bool, error) {
+	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
+		return 0, false, fmt.Errorf("lock rollup fold: %w", err)
+	}
 	cut := PruneCutoff(now)
+	var n int64
+	if err := tx.QueryRow(ctx, pruneSQL, cut, pruneChunk).Scan(&n); err != nil {
+		return 0, false, fmt.Errorf("prune hourly rollups before %s: %w", cut.Format(time.RFC3339), err)
+	}
+	return n, n == pruneChunk, nil
+}
+
+// Prune runs PruneChunk until nothing is left, each chunk in a transaction of its own, and
+// returns how many rows it deleted.
+func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) (int64, error) {
 	var total int64
-	for {
+	for more := true; more; {
 		var n int64
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-				return fmt.Errorf("lock rollup fold: %w", err)
-			}
-			return tx.QueryRow(ctx, pruneSQL, cut, pruneChunk).Scan(&n)
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+			n, more, err = PruneChunk(ctx, tx, now)
+			return err
 		})
 		if err != nil {
-			return total, fmt.Errorf("prune hourly rollups before %s: %w", cut.Format(time.RFC3339), err)
+			return total, err
 		}
 		total += n
-		if n < pruneChunk {
-			return total, nil
-		}
 	}
+	return total, nil
 }

@@ -102,13 +102,19 @@ func hourlyNarrowSteps(covered []any) []Step {
 	var out []Step
 	for _, d := range HourlyBy {
 		out = append(out, Step{"clear " + d.Table, `DELETE FROM ` + d.Table + ` h WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "h.bucket") + `)`, covered},
-			Step{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
-			SELECT a.project_id, %[4]s, s.%[5]s, fallback, status, error_class, %[6]s, %[7]s
-			FROM attempts a %[8]s GROUP BY %[9]s ORDER BY %[9]s`, d.Table, strings.Join(d.Key(), ", "), strings.Join(Cols(Sums), ", "),
-				HourBucketExpr, strings.Join(d.Keep, ", s."), strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesJoin,
-				Ordinals(len(d.Key()))), nil})
+			Step{"count " + d.Table, countNarrow(d, HourBucketExpr, "TRUE"), nil})
 	}
 	return out
+}
+
+// countNarrow counts the attempts matching where into the narrow rollup d, bucketed by bucket, in
+// key order.
+func countNarrow(d Narrow, bucket, where string) string {
+	return fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
+		SELECT a.project_id, %[4]s, s.%[5]s, fallback, status, error_class, %[6]s, %[7]s
+		FROM attempts a %[8]s WHERE %[9]s GROUP BY %[10]s ORDER BY %[10]s`, d.Table, strings.Join(d.Key(), ", "),
+		strings.Join(Cols(Sums), ", "), bucket, strings.Join(d.Keep, ", s."), strings.Join(Exprs(Sums), ", "),
+		LatencyHistExpr, seriesJoin, where, Ordinals(len(d.Key())))
 }
 
 // countInsert counts the attempts matching where into table, per series shape, bucketed by bucket.
@@ -128,11 +134,7 @@ func tenantSQL(d Narrow, keep, skip []time.Time, tz string) []Step {
 	day := DayBucketExpr("$2")
 	return []Step{
 		{"clear " + d.Table, "DELETE FROM " + d.Table + " WHERE NOT (bucket = ANY($1::date[]))", []any{nonNil(keep)}},
-		{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
-			SELECT a.project_id, %[4]s, s.%[5]s, fallback, status, error_class, %[6]s, %[7]s
-			FROM attempts a %[8]s WHERE NOT (%[4]s = ANY($1::date[]))
-			GROUP BY %[9]s ORDER BY %[9]s`, d.Table, strings.Join(d.Key(), ", "), strings.Join(Cols(Sums), ", "), day,
-			strings.Join(d.Keep, ", s."), strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesJoin, Ordinals(len(d.Key()))),
+		{"count " + d.Table, countNarrow(d, day, "NOT ("+day+" = ANY($1::date[]))"),
 			[]any{nonNil(skip), tz}},
 	}
 }
