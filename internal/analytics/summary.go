@@ -290,18 +290,28 @@ func narrowFilter(keep map[string]bool) string {
 // (%[1]s: the group's columns, each followed by a comma), fallback flag, status and error class;
 // the other returns the latency histogram of every succeeded row with its group, for merging.
 // keep are the series columns the plan's rows hold (nil: all, on the series s); raw plans read
-// every hour of the range from the raw attempts; kept plans read their hours from a narrow hourly
-// rollup, which keeps every hour. The others' hours are those of rollup_hourly, kept for
-// rollup.HourlyKeep only (or of the raw attempts, for the tenant plans): see rangeOf.
+// every hour of the range from the raw attempts; hours says where the others read the hours at
+// the edges of their range (see rangeOf).
 type plan struct {
 	sums, latency string
 	// cost adds up the cost of the rows per group and fallback flag: what SummaryTop ranks by.
-	cost      string
-	keep      map[string]bool
-	raw, kept bool
-	// shapeHours: the plan reads its hours from rollup_hourly.
-	shapeHours bool
+	cost  string
+	keep  map[string]bool
+	raw   bool
+	hours hourSource
 }
+
+// hourSource is where a plan reads hours.
+type hourSource int
+
+const (
+	// hoursRaw: from the raw attempts (the tenant plans, which no hourly rollup keeps).
+	hoursRaw hourSource = iota
+	// hoursShape: from rollup_hourly, which keeps them rollup.HourlyKeep only.
+	hoursShape
+	// hoursKept: from a narrow hourly rollup, which keeps every hour.
+	hoursKept
+)
 
 // seriesCols are the series columns, in the order the raw plan keeps them.
 var seriesCols = []string{"tenant", "service", "operation", "provider", "model", "fallback_from"}
@@ -334,7 +344,7 @@ var (
 	bySeries = func() plan {
 		p := seriesPlan(fmt.Sprintf(sourceSQL, strings.Join(sumCols, ", "), ""),
 			fmt.Sprintf(sourceSQL, "latency_hist", " AND status = 'ok'"))
-		p.shapeHours = true
+		p.hours = hoursShape
 		return p
 	}()
 
@@ -359,7 +369,12 @@ var (
 				}
 			}
 			p := narrowPlan(d.Keep, src, false)
-			p.kept, p.shapeHours = h != "", h == "" && !d.Tenant()
+			switch {
+			case h != "":
+				p.hours = hoursKept
+			case !d.Tenant():
+				p.hours = hoursShape
+			}
 			out = append(out, p)
 		}
 		return out
@@ -553,12 +568,12 @@ func (s *Service) rangeOf(g grouping, f Filter, p plan) (plan, time.Time, time.T
 		return p, from, to, nil
 	}
 	if g.hourly {
-		if p.shapeHours {
+		if p.hours == hoursShape {
 			p = rawPlan
 		}
 		return p, from, to, nil
 	}
-	if q := planFor(g, f); q.kept || q.raw {
+	if q := planFor(g, f); q.hours == hoursKept || q.raw {
 		return p, from, to, nil
 	}
 	from = dateOf(from, s.tz).start(s.tz).UTC()
@@ -918,7 +933,7 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		if p, from, to, err = s.rangeOf(g, f, p); err != nil {
 			return Summary{}, err
 		}
-		args = s.args(f, s.split(from, to, g.hourly || p.raw))
+		args = s.planArgs(f, g, p, from, to)
 	}
 	return s.collect(ctx, g, p, f, from, to, args)
 }
@@ -1015,20 +1030,19 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 	if err != nil {
 		return Summary{}, err
 	}
-	args := s.args(f, s.split(from, to, p.raw))
+	args := s.planArgs(f, g, p, from, to)
 	// The ranking: every group's cost, the n costliest kept (ties in key order, as Top breaks
 	// them), and how many groups there are.
 	rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
 		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
 	args["top_n"] = n
 	var (
-		keys  []string
-		total int
+		keys   []string
+		k      string
+		groups int64
 	)
-	var k string
-	var groups int64
 	if err := s.read(ctx, rank, args, []any{&k, &groups}, func() error {
-		keys, total = append(keys, k), int(groups)
+		keys = append(keys, k)
 		return nil
 	}); err != nil {
 		return Summary{}, fmt.Errorf("summary: rank groups: %w", err)
@@ -1044,21 +1058,23 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 		return Summary{}, err
 	}
 	// The total of every group: the same range asked ungrouped.
-	all, err := s.collectRange(ctx, grouping{dims: []string{}}, f, from, to)
+	ungrouped := grouping{dims: []string{}}
+	tp := planFor(ungrouped, f)
+	all, err := s.collect(ctx, ungrouped, tp, f, from, to, s.planArgs(f, ungrouped, tp, from, to))
 	if err != nil {
 		return Summary{}, err
 	}
 	sum.Total = all.Total
 	sum.Top(n)
+	total := int(groups)
 	sum.GroupsTotal = &total
 	return sum, nil
 }
 
-// collectRange answers the summary grouped as g over the effective range [from, to) with the
-// plan planFor picks for it.
-func (s *Service) collectRange(ctx context.Context, g grouping, f Filter, from, to time.Time) (Summary, error) {
-	p := planFor(g, f)
-	return s.collect(ctx, g, p, f, from, to, s.args(f, s.split(from, to, g.hourly || p.raw)))
+// planArgs are the parameters of plan p answering the summary grouped as g over the effective
+// range [from, to): hours only when grouped by hour or read raw.
+func (s *Service) planArgs(f Filter, g grouping, p plan, from, to time.Time) pgx.NamedArgs {
+	return s.args(f, s.split(from, to, g.hourly || p.raw))
 }
 
 // sumsOnly is Summary's groups without their latencies (LatencyMS nil), which it does not read:
@@ -1072,7 +1088,7 @@ func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]
 	if err != nil {
 		return nil, err
 	}
-	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.args(f, s.split(from, to, g.hourly || p.raw)))
+	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.planArgs(f, g, p, from, to))
 	if err != nil {
 		return nil, err
 	}
