@@ -291,6 +291,11 @@ func (l ledger) checkRollups(t *testing.T) {
 		{"rollup_daily_tenant", narrow("tenant", 1), strings.Replace(rollupCols, "series_id,", "tenant,", 1)},
 		{"rollup_daily_tenant_model", narrow("tenant, provider, model, fallback_from", 4),
 			strings.Replace(rollupCols, "series_id,", "tenant, provider, model, fallback_from,", 1)},
+		{"rollup_tenant_spend", `SELECT project_id, sp.span, day - (((day - date '2000-01-01') % sp.span + sp.span) % sp.span), tenant,
+			coalesce(sum(cost_nanos), 0)::int8
+			FROM (SELECT a.project_id, (a.started_at AT TIME ZONE '` + zone + `')::date AS day, s.tenant, a.cost_nanos
+				FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a
+			CROSS JOIN unnest('{1,8,64}'::int2[]) AS sp(span) GROUP BY 1, 2, 3, 4`, "project_id, span, bucket, tenant, cost_nanos"},
 		{"rollup_cache_hourly WHERE calls <> 0", rawCache, cacheCols}, // a row emptied by moves equals none
 		{"cache_prefixes", rawPrefixes, prefixCols},
 	} {

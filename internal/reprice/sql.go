@@ -112,7 +112,7 @@ var cacheApply = []applyStmt{
 
 // narrowApply are the statements of applySQL for the narrow rollups (rollup.HourlyBy, then
 // rollup.DailyBy): reprice_hourly's or reprice_daily's deltas, the series reduced to the columns
-// each keeps.
+// each keeps; and for rollup_tenant_spend, reprice_daily's cost deltas in every block they fall in.
 func narrowApply() []applyStmt {
 	var out []applyStmt
 	add := func(d rollup.Narrow, from string) {
@@ -127,7 +127,9 @@ func narrowApply() []applyStmt {
 	for _, d := range rollup.DailyBy {
 		add(d, "reprice_daily")
 	}
-	return out
+	spend := `(` + rollup.SpendFrom("reprice_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id", "s.tenant") +
+		`) AS x (` + strings.Join(rollup.SpendKey, ", ") + `, cost_nanos)`
+	return append(out, buildApply("rollup_tenant_spend", spend, rollup.SpendKey, []string{"cost_nanos"}, ""))
 }
 
 // prefixKey is the key of cache_prefixes; prefixDeltas are reprice_cache's deltas per prefix.
