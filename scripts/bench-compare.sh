@@ -4,7 +4,8 @@
 # A shared VM's speed moves between runs; the alternation and the ratios against COPY and raw
 # GROUP BY (which each benchmark reports) are what make the comparison fair.
 #
-# Usage: scripts/bench-compare.sh BASE [HEAD]   (env: ROUNDS=3, RECORDS=100000 for ingest vs COPY)
+# Usage: scripts/bench-compare.sh BASE [HEAD]   (env: ROUNDS=3, RECORDS=100000 for ingest vs COPY,
+# INGEST_ONLY=1 to leave out the query benchmark)
 # Results: bench-compare/{base,head}.txt and benchstat's table on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,9 @@ run() { # run TREE OUTFILE
 		cd "$1"
 		LEDGERD_BENCH_RECORDS="$records" go test -run '^$' -bench 'IngestVsCopy' -benchtime 3x -count 1 \
 			"$(pkg . drills)"
-		go test -run '^$' -bench 'Endpoints' -benchtime 20x -count 1 "$(pkg . analytics)"
+		if [[ -z "${INGEST_ONLY:-}" ]]; then
+			go test -run '^$' -bench 'Endpoints' -benchtime 20x -count 1 "$(pkg . analytics)"
+		fi
 	) | grep -v "^pkg:" | tee -a "$2"
 }
 
