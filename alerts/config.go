@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ledgerd/ledgerd/alerts/notify"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -570,10 +571,12 @@ func parseRule(n *yaml.Node, i int) (Rule, error) {
 			return r, errAt(m.value("projection_after"), "%s: projection_after must be more than 0 and less than a day (projection: false turns the projection off)", where)
 		}
 	case KindAttemptsPerCall, KindCacheBroken:
-		// attempts_per_call reads rollup_hourly, which keeps its hours rollup.HourlyKeep (8 days).
+		// attempts_per_call reads rollup_hourly, which keeps every hour rollup.HourlyKeep: a window
+		// of whole days within it.
 		longest, why := 31*24*time.Hour, ""
 		if r.Kind == KindAttemptsPerCall {
-			longest, why = 7*24*time.Hour, " (hourly detail by service is kept 8 days)"
+			longest = rollup.HourlyKeep - 24*time.Hour
+			why = fmt.Sprintf(" (hourly detail by service is kept %d days)", rollup.HourlyKeep/(24*time.Hour))
 		}
 		if m.has("window") && (r.Window < time.Minute || r.Window > longest) {
 			return r, errAt(m.value("window"), "%s: window must be from 1m to %dd%s", where, longest/(24*time.Hour), why)

@@ -72,32 +72,30 @@ func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time
 // hour is read with the hours on either side, so a period that crosses into them is read whole.
 func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]float64) {
 	type tally struct{ attempts, failed, extra int64 }
-	totals := map[string]*tally{}
 	type modelHour struct {
 		model string
 		hour  int64
 	}
-	byHour := map[modelHour]*tally{}
+	byHour := map[modelHour]tally{}
 	for _, g := range hours {
 		if *g.Key.Fallback {
 			continue
 		}
-		var failed int64
-		for _, n := range g.Errors {
-			failed += n
-		}
 		k := modelHour{*g.Key.Model, g.Key.Hour.Unix()}
-		if totals[k.model] == nil {
-			totals[k.model] = &tally{}
+		t := byHour[k]
+		t.attempts += g.Attempts
+		t.extra += g.Attempts - g.Requests
+		for _, n := range g.Errors {
+			t.failed += n
 		}
-		if byHour[k] == nil {
-			byHour[k] = &tally{}
-		}
-		for _, t := range []*tally{totals[k.model], byHour[k]} {
-			t.attempts += g.Attempts
-			t.failed += failed
-			t.extra += g.Attempts - g.Requests
-		}
+		byHour[k] = t
+	}
+	totals := map[string]tally{}
+	for k, t := range byHour {
+		m := totals[k.model]
+		m.attempts += t.attempts
+		m.failed += t.failed
+		totals[k.model] = m
 	}
 	baseline := map[string]float64{}
 	for m, t := range totals {
@@ -105,15 +103,9 @@ func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]flo
 			baseline[m] = float64(t.failed) / float64(t.attempts)
 		}
 	}
-	// near is what the hour h of model m and the busier of the hours beside it hold, by f.
-	near := func(k modelHour, f func(*tally) int64) int64 {
-		var side int64
-		for _, d := range []int64{-3600, 3600} {
-			if t := byHour[modelHour{k.model, k.hour + d}]; t != nil {
-				side = max(side, f(t))
-			}
-		}
-		return f(byHour[k]) + side
+	// near is what the hour k holds, by f, with the busier of the hours beside it.
+	near := func(k modelHour, f func(tally) int64) int64 {
+		return f(byHour[k]) + max(f(byHour[modelHour{k.model, k.hour - 3600}]), f(byHour[modelHour{k.model, k.hour + 3600}]))
 	}
 	hot := map[int64]bool{}
 	for _, g := range hours {
@@ -125,8 +117,8 @@ func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]flo
 		b := baseline[k.model]
 		cut := b + (max(p.ErrorFloor, p.ErrorFactor*b)-b)/6
 		calls := t.attempts - t.extra
-		if t.failed > 0 && float64(t.failed) >= cut*float64(t.attempts) && near(k, func(t *tally) int64 { return t.failed }) >= p.MinFailed ||
-			calls > 0 && float64(t.attempts) >= (1+(p.StormAttempts-1)/6)*float64(calls) && near(k, func(t *tally) int64 { return t.extra }) >= p.MinExtra {
+		if t.failed > 0 && float64(t.failed) >= cut*float64(t.attempts) && near(k, func(t tally) int64 { return t.failed }) >= p.MinFailed ||
+			calls > 0 && float64(t.attempts) >= (1+(p.StormAttempts-1)/6)*float64(calls) && near(k, func(t tally) int64 { return t.extra }) >= p.MinExtra {
 			hot[k.hour] = true
 		}
 	}

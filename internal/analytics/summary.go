@@ -242,11 +242,7 @@ func rawCols(cols string) string {
 	if cols == "latency_hist" {
 		return rollup.LatencyHistExpr + " AS latency_hist"
 	}
-	var out []string
-	for _, c := range strings.Split(cols, ", ") {
-		out = append(out, "("+rollup.Sums[rollup.Index(rollup.Sums, c)].Expr+")::int8 AS "+c)
-	}
-	return strings.Join(out, ", ")
+	return rollup.RawSums(strings.Split(cols, ", ")...)
 }
 
 // rawEdges is rawEdgesSQL for the rows keeping the series columns keep.
@@ -369,6 +365,9 @@ var (
 				}
 			}
 			p := narrowPlan(d.Keep, src, false)
+			if slices.Equal(d.Keep, []string{"tenant"}) {
+				p.cost = spendCostSQL
+			}
 			switch {
 			case h != "":
 				p.hours = hoursKept
@@ -517,6 +516,12 @@ func (s *Service) args(f Filter, src source) pgx.NamedArgs {
 	args := filterArgs(f)
 	args["project"], args["tz"] = f.ProjectID, s.tz.String()
 	args["day_from"], args["day_to"] = src.dayFrom, src.dayTo
+	var spans []int16
+	var starts []time.Time
+	for _, b := range rollup.SpendBlocks(src.dayFrom, src.dayTo) {
+		spans, starts = append(spans, int16(b.Span)), append(starts, b.Start)
+	}
+	args["spans"], args["starts"] = spans, starts
 	args["edge0_from"], args["edge0_to"] = src.edges[0][0], src.edges[0][1]
 	args["edge1_from"], args["edge1_to"] = src.edges[1][0], src.edges[1][1]
 	return args
@@ -1032,18 +1037,9 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 	}
 	args := s.planArgs(f, g, p, from, to)
 	// The ranking: every group's cost, the n costliest kept (ties in key order, as Top breaks
-	// them), and how many groups there are. Tenants are ranked on their spend in blocks of days.
+	// them), and how many groups there are.
 	rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
 		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
-	if g.dims[0] == ByTenant && !p.raw && p.keep["tenant"] && len(p.keep) == 1 {
-		rank = spendRankSQL
-		var spans []int16
-		var starts []time.Time
-		for _, b := range rollup.SpendBlocks(args["day_from"].(time.Time), args["day_to"].(time.Time)) {
-			spans, starts = append(spans, int16(b.Span)), append(starts, b.Start)
-		}
-		args["spans"], args["starts"] = spans, starts
-	}
 	args["top_n"] = n
 	var (
 		keys   []string
@@ -1080,18 +1076,19 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 	return sum, nil
 }
 
-// spendRankSQL ranks the tenants of a range by their spend (as SummaryTop's ranking does), from
-// rollup_tenant_spend's blocks @spans and @starts (rollup.SpendBlocks of the range's whole days)
-// and the edge hours' raw attempts: at 10,000 tenants, a month is some ten rows a tenant rather
-// than a row per tenant, day, status and error class.
-var spendRankSQL = `SELECT x.tenant::text, count(*) OVER () FROM (
-		SELECT t.tenant, t.cost_nanos FROM rollup_tenant_spend t
+// spendCostSQL is the cost statement (plan.cost) of the plan of rollup_daily_tenant: each
+// tenant's cost from rollup_tenant_spend's blocks @spans and @starts (rollup.SpendBlocks of the
+// range's whole days) and the edge hours' raw attempts. At 10,000 tenants a month is some ten rows
+// a tenant, where rollup_daily_tenant has a row per tenant, day, status and error class.
+var spendCostSQL = `SELECT %[1]s r.fallback, sum8(r.cost_nanos) AS cost_nanos FROM (
+		SELECT t.tenant, false AS fallback, t.cost_nanos FROM rollup_tenant_spend t
 		JOIN unnest(@spans::int2[], @starts::date[]) AS b(span, bucket) ON t.span = b.span AND t.bucket = b.bucket
-		WHERE t.project_id = @project AND (@tenant = '' OR t.tenant = @tenant)
+		WHERE t.project_id = @project
 		UNION ALL
-		SELECT e.tenant, e.cost_nanos FROM (` + rawEdges("cost_nanos", "", []string{"tenant"}) + `) e
-		WHERE @tenant = '' OR e.tenant = @tenant
-	) x GROUP BY x.tenant ORDER BY sum(x.cost_nanos) DESC, x.tenant COLLATE "C" LIMIT @top_n`
+		SELECT e.tenant, e.fallback, e.cost_nanos FROM (` + rawEdges("cost_nanos", "", []string{"tenant"}) + `) e
+	) r
+	WHERE ` + narrowFilter(map[string]bool{"tenant": true}) + `
+	GROUP BY %[1]s r.fallback`
 
 // planArgs are the parameters of plan p answering the summary grouped as g over the effective
 // range [from, to): hours only when grouped by hour or read raw.

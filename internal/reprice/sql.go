@@ -127,7 +127,7 @@ func narrowApply() []applyStmt {
 	for _, d := range rollup.DailyBy {
 		add(d, "reprice_daily")
 	}
-	spend := `(` + rollup.SpendFrom("reprice_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id", "s.tenant") +
+	spend := `(` + rollup.SpendFrom("reprice_daily r "+rollup.JoinSeries("r"), "s.tenant") +
 		`) AS x (` + strings.Join(rollup.SpendKey, ", ") + `, cost_nanos)`
 	return append(out, buildApply("rollup_tenant_spend", spend, rollup.SpendKey, []string{"cost_nanos"}, ""))
 }

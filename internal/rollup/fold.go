@@ -21,6 +21,14 @@ import (
 // with nothing an ingest commit takes.
 const lockFoldSQL = `LOCK TABLE rollup_fold_lock IN EXCLUSIVE MODE`
 
+// lockFold waits for any other fold to finish and holds the fold lock for the rest of tx.
+func lockFold(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
+		return fmt.Errorf("lock rollup fold: %w", err)
+	}
+	return nil
+}
+
 // foldSQL moves one chunk of the pending deltas into the rollups (see chunk: $1 is the last ctid
 // folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
 // and local day, deletes them, and adds those sums to rollup_hourly and the narrow hourly rollups,
@@ -111,8 +119,13 @@ func chunkOf(table string) chunk {
 	}
 }
 
-// seriesOfA joins the rows a to their series s.
-const seriesOfA = "JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"
+// JoinSeries joins the rows aliased rows (with project_id and series_id) to their series s.
+func JoinSeries(rows string) string {
+	return "JOIN series s ON s.project_id = " + rows + ".project_id AND s.id = " + rows + ".series_id"
+}
+
+// seriesOfA joins the rows a (attempts, or pending rows) to their series s.
+var seriesOfA = JoinSeries("a")
 
 // summedAs is each sum column summed into itself, as a fold's select list sums pending rows.
 func summedAs(sums []Sum) []string {
@@ -226,8 +239,8 @@ func (c Cursor) Done() bool { return !slices.Contains(c.done[:], false) }
 // caller that commits each chunk in its own transaction makes progress however large the backlog,
 // and must keep the cursor only once tx has committed.
 func FoldChunk(ctx context.Context, tx pgx.Tx, cur Cursor, n int) (Cursor, int64, error) {
-	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-		return cur, 0, fmt.Errorf("lock rollup fold: %w", err)
+	if err := lockFold(ctx, tx); err != nil {
+		return cur, 0, err
 	}
 	// A chunk is the rows after the cursor in physical order: a parallel scan would hand them out
 	// of order, and the cursor would pass rows not taken.
@@ -308,8 +321,8 @@ const RaiseChunk = 240
 // A fold calls it, each call in a transaction of its own, once its chunks reach the end of the
 // pending tables.
 func RaisePeaks(ctx context.Context, tx pgx.Tx) (wrote int64, more bool, err error) {
-	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-		return 0, false, fmt.Errorf("lock rollup fold: %w", err)
+	if err := lockFold(ctx, tx); err != nil {
+		return 0, false, err
 	}
 	var taken int64
 	if err := tx.QueryRow(ctx, RaisePeaksSQL, RaiseChunk).Scan(&wrote, &taken); err != nil {

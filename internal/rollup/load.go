@@ -123,9 +123,6 @@ func loadSelect(extra ...string) string {
 	return strings.Join(items, ", ")
 }
 
-// seriesJoin joins the attempts rows a to their series s.
-const seriesJoin = "JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id"
-
 // loadPendingFrom is the WITH item (named pl) of PendingFrom that adds the load deltas of the
 // attempts rows src (a FROM item) to pending_load_minute, with local days in the timezone given by
 // the SQL expression tz.
@@ -134,7 +131,7 @@ func loadPendingFrom(src, tz string) string {
 		INSERT INTO pending_load_minute (%[1]s, day, %[2]s)
 		SELECT %[3]s FROM %[4]s a %[5]s GROUP BY 1, 2, 3, 4, 5, 6, 7
 	)`, strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "),
-		loadSelect(DayBucketExpr(tz)), src, seriesJoin)
+		loadSelect(DayBucketExpr(tz)), src, seriesOfA)
 }
 
 // keepExpr is a grouping's keep mask under GROUP BY CUBE (org, provider, model, service).
@@ -284,7 +281,7 @@ var LoadRebuildSQL = func() [4]string {
 	return [4]string{
 		`DELETE FROM rollup_load_minute m WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "m.bucket") + `)`,
 		fmt.Sprintf(`INSERT INTO rollup_load_minute (%s, %s) SELECT %s FROM attempts a %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`,
-			strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "), loadSelect(), seriesJoin),
+			strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "), loadSelect(), seriesOfA),
 		`DELETE FROM rollup_load_peaks`,
 		fmt.Sprintf(`INSERT INTO rollup_load_peaks (%s, %s) %s ORDER BY %s`,
 			strings.Join(peakKey, ", "), strings.Join(peakCols, ", "), peaksOf(fmt.Sprintf(days, "m"), fmt.Sprintf(days, "h")),

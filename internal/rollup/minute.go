@@ -25,12 +25,16 @@ func RawRowsSQL(bucket, where string) string {
 	FROM attempts WHERE %s GROUP BY 1, 2, 3, 4, 5`, bucket, RawSums(), where)
 }
 
-// RawSums is the select list of each of Sums counted over raw attempts, as bigint, named by its
-// column: what a question the rollups cannot answer sums instead.
-func RawSums() string {
-	sums := make([]string, len(Sums))
-	for i, s := range Sums {
-		sums[i] = "(" + s.Expr + ")::int8 AS " + s.Col
+// RawSums is the select list of each of Sums (or of the columns cols only, in their order)
+// counted over raw attempts, as bigint, named by its column: what a question the rollups cannot
+// answer sums instead.
+func RawSums(cols ...string) string {
+	if len(cols) == 0 {
+		cols = Cols(Sums)
+	}
+	sums := make([]string, len(cols))
+	for i, c := range cols {
+		sums[i] = "(" + Find(Sums, c).Expr + ")::int8 AS " + c
 	}
 	return strings.Join(sums, ", ")
 }

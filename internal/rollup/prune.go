@@ -55,8 +55,8 @@ func PruneCutoff(now time.Time) time.Time {
 // rest of tx: no fold, reprice or rebuild works on the rows meanwhile). It returns how many rows
 // it deleted and whether more may be left.
 func PruneChunk(ctx context.Context, tx pgx.Tx, now time.Time) (int64, bool, error) {
-	if _, err := tx.Exec(ctx, lockFoldSQL); err != nil {
-		return 0, false, fmt.Errorf("lock rollup fold: %w", err)
+	if err := lockFold(ctx, tx); err != nil {
+		return 0, false, err
 	}
 	cut := PruneCutoff(now)
 	var n int64

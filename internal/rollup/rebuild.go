@@ -45,7 +45,7 @@ var (
 		return fmt.Sprintf(`INSERT INTO cache_prefixes (project_id, month, prompt_hash, calls, series_id, fallback, bucket, %s)
 			SELECT a.project_id, %s, prompt_hash, count(*), CASE WHEN count(*) = 1 THEN min(s.shape_id) END,
 				CASE WHEN count(*) = 1 THEN bool_or(fallback) END, CASE WHEN count(*) = 1 THEN min(%s) END, %s
-			FROM attempts a `+seriesJoin+` WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+			FROM attempts a `+seriesOfA+` WHERE prompt_hash IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
 			strings.Join(cols, ", "), MonthOf("started_at"), HourBucketExpr, strings.Join(exprs, ", "))
 	}()
 
@@ -55,7 +55,7 @@ var (
 			SELECT project_id, %s, shape_id, fallback, CASE WHEN prefix_calls >= 2 THEN prompt_hash ELSE '' END, %s,
 				count(*) FILTER (WHERE prefix_calls = 1)
 			FROM (SELECT a.*, p.calls AS prefix_calls, s.shape_id
-				FROM attempts a `+seriesJoin+` LEFT JOIN cache_prefixes p ON p.project_id = a.project_id
+				FROM attempts a `+seriesOfA+` LEFT JOIN cache_prefixes p ON p.project_id = a.project_id
 					AND p.month = %s AND p.prompt_hash = a.prompt_hash) a
 			WHERE %s GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2`, strings.Join(Cols(CacheSums), ", "), HourBucketExpr,
 		strings.Join(Exprs(CacheSums), ", "), MonthOf("a.started_at"), CacheWhere)
@@ -78,7 +78,7 @@ var (
 			out = append(out, Step{"clear " + d.Table, "DELETE FROM " + d.Table, nil},
 				Step{"count " + d.Table, fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, latency_hist)
 				SELECT r.project_id, r.bucket, s.%[4]s, r.fallback, r.status, r.error_class, %[5]s, hist_sum(r.latency_hist)
-				FROM rollup_daily r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id
+				FROM rollup_daily r `+JoinSeries("r")+`
 				GROUP BY %[6]s ORDER BY %[6]s`, d.Table, strings.Join(d.Key(), ", "), strings.Join(Cols(Sums), ", "),
 					strings.Join(d.Keep, ", s."), strings.Join(summed("r.", Sums), ", "), Ordinals(len(d.Key()))), nil})
 		}
@@ -114,7 +114,7 @@ func countNarrow(d Narrow, bucket, where string) string {
 		SELECT a.project_id, %[4]s, s.%[5]s, fallback, status, error_class, %[6]s, %[7]s
 		FROM attempts a %[8]s WHERE %[9]s GROUP BY %[10]s ORDER BY %[10]s`, d.Table, strings.Join(d.Key(), ", "),
 		strings.Join(Cols(Sums), ", "), bucket, strings.Join(d.Keep, ", s."), strings.Join(Exprs(Sums), ", "),
-		LatencyHistExpr, seriesJoin, where, Ordinals(len(d.Key())))
+		LatencyHistExpr, seriesOfA, where, Ordinals(len(d.Key())))
 }
 
 // countInsert counts the attempts matching where into table, per series shape, bucketed by bucket.
@@ -124,7 +124,7 @@ func countInsert(table, bucket, where string) string {
 	return fmt.Sprintf(`INSERT INTO %s (%s, %s, latency_hist)
 		SELECT a.project_id, %s, s.shape_id, fallback, status, error_class, %s, %s
 		FROM attempts a %s WHERE %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`, table, strings.Join(Key, ", "),
-		strings.Join(Cols(Sums), ", "), bucket, strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesJoin, where)
+		strings.Join(Cols(Sums), ", "), bucket, strings.Join(Exprs(Sums), ", "), LatencyHistExpr, seriesOfA, where)
 }
 
 // tenantSQL recounts a narrow daily rollup that keeps the tenant from the raw attempts: no

@@ -51,10 +51,7 @@ func SpendFrom(from, tenant string) string {
 var spendFoldSQL = fmt.Sprintf(`INSERT INTO rollup_tenant_spend AS t (%[1]s, cost_nanos)
 		SELECT * FROM (%[2]s) x ORDER BY 1, 2, 3, 4
 		ON CONFLICT (%[1]s) DO UPDATE SET cost_nanos = t.cost_nanos + excluded.cost_nanos
-		RETURNING 1`, strings.Join(SpendKey, ", "), SpendFrom("b r "+seriesOfR, "s.tenant"))
-
-// seriesOfR joins the rows r to their series s.
-const seriesOfR = "JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id"
+		RETURNING 1`, strings.Join(SpendKey, ", "), SpendFrom("b r "+JoinSeries("r"), "s.tenant"))
 
 // spendRebuildSteps count rollup_tenant_spend again from rollup_daily_tenant.
 var spendRebuildSteps = []Step{
