@@ -290,7 +290,8 @@ func narrowFilter(keep map[string]bool) string {
 // the edges of their range (see rangeOf).
 type plan struct {
 	sums, latency string
-	// cost adds up the cost of the rows per group and fallback flag: what SummaryTop ranks by.
+	// cost yields the cost of the plan's rows with their group's columns and fallback flag, to be
+	// added up per group: what SummaryTop ranks by.
 	cost  string
 	keep  map[string]bool
 	raw   bool
@@ -324,10 +325,9 @@ func narrowPlan(keep []string, src func(cols, where string) string, raw bool) pl
 	FROM (` + src(strings.Join(sumCols, ", "), "") + `) r
 	WHERE ` + narrowFilter(kept) + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
-		cost: `SELECT %[1]s r.fallback, sum8(r.cost_nanos) AS cost_nanos
+		cost: `SELECT %[1]s r.fallback, r.cost_nanos
 	FROM (` + src("cost_nanos", "") + `) r
-	WHERE ` + narrowFilter(kept) + `
-	GROUP BY %[1]s r.fallback`,
+	WHERE ` + narrowFilter(kept),
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + src("latency_hist", " AND status = 'ok'") + `) r
 	WHERE ` + narrowFilter(kept),
@@ -409,11 +409,10 @@ func seriesPlan(sums, hists string) plan {
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
 	WHERE ` + seriesFilter + `
 	GROUP BY %[1]s r.fallback, r.status, r.error_class`,
-		cost: `SELECT %[1]s r.fallback, sum8(r.cost_nanos) AS cost_nanos
+		cost: `SELECT %[1]s r.fallback, r.cost_nanos
 	FROM (` + sums + `) r
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
-	WHERE ` + seriesFilter + `
-	GROUP BY %[1]s r.fallback`,
+	WHERE ` + seriesFilter,
 		latency: `SELECT %[1]s r.fallback, r.latency_hist::text
 	FROM (` + hists + `) r
 	JOIN series s ON s.project_id = @project AND s.id = r.series_id
@@ -1080,15 +1079,14 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 // tenant's cost from rollup_tenant_spend's blocks @spans and @starts (rollup.SpendBlocks of the
 // range's whole days) and the edge hours' raw attempts. At 10,000 tenants a month is some ten rows
 // a tenant, where rollup_daily_tenant has a row per tenant, day, status and error class.
-var spendCostSQL = `SELECT %[1]s r.fallback, sum8(r.cost_nanos) AS cost_nanos FROM (
+var spendCostSQL = `SELECT %[1]s r.fallback, r.cost_nanos FROM (
 		SELECT t.tenant, false AS fallback, t.cost_nanos FROM rollup_tenant_spend t
 		JOIN unnest(@spans::int2[], @starts::date[]) AS b(span, bucket) ON t.span = b.span AND t.bucket = b.bucket
 		WHERE t.project_id = @project
 		UNION ALL
 		SELECT e.tenant, e.fallback, e.cost_nanos FROM (` + rawEdges("cost_nanos", "", []string{"tenant"}) + `) e
 	) r
-	WHERE ` + narrowFilter(map[string]bool{"tenant": true}) + `
-	GROUP BY %[1]s r.fallback`
+	WHERE ` + narrowFilter(map[string]bool{"tenant": true})
 
 // planArgs are the parameters of plan p answering the summary grouped as g over the effective
 // range [from, to): hours only when grouped by hour or read raw.
