@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"math/bits"
 	"slices"
 	"time"
 
@@ -23,31 +22,11 @@ type loadKey struct {
 	org, provider, model, service string
 }
 
-// headroom is a limit and what remained of it; limit 0 means none was reported.
-type headroom struct{ remaining, limit int64 }
-
-// below tells whether h is a lower headroom than o, as SQL headroom_below: the smaller share
-// remaining (compared exactly, in 128 bits), or of equal shares the larger limit.
-func (h headroom) below(o headroom) bool {
-	if h.limit == 0 {
-		return false
-	}
-	if o.limit == 0 {
-		return true
-	}
-	ahi, alo := bits.Mul64(uint64(h.remaining), uint64(o.limit))
-	bhi, blo := bits.Mul64(uint64(o.remaining), uint64(h.limit))
-	if ahi != bhi || alo != blo {
-		return ahi < bhi || ahi == bhi && alo < blo
-	}
-	return h.limit > o.limit
-}
-
 // loadRow is the sums of one pending load row: rollup.LoadSums' columns in order, and the lowest
 // headroom of each of rollup.LoadLimits.
 type loadRow struct {
 	sums   []int64
-	lowest [4]headroom
+	lowest [4]rollup.Headroom
 }
 
 // loadGroups sums a batch's rows into pending load rows, in first-seen order.
@@ -88,7 +67,7 @@ func loadOf(b *batch, tz *time.Location) *loadGroups {
 		}
 		if rl := b.limits[i]; rl != nil {
 			for j, l := range limitsOf(rl) {
-				if h := (headroom{l.Remaining, l.Limit}); l.Reported() && h.below(r.lowest[j]) {
+				if h := (rollup.Headroom{Remaining: l.Remaining, Limit: l.Limit}); l.Reported() && h.Below(r.lowest[j]) {
 					r.lowest[j] = h
 				}
 			}
@@ -114,13 +93,13 @@ func (g *loadGroups) appendCopy(msg []byte) []byte {
 			c.i8(v)
 		}
 		for _, h := range r.lowest {
-			if h.limit == 0 {
+			if h.Limit == 0 {
 				c.null()
 				c.null()
 				continue
 			}
-			c.i8(h.remaining)
-			c.i8(h.limit)
+			c.i8(h.Remaining)
+			c.i8(h.Limit)
 		}
 	}
 	return c.end()

@@ -1,6 +1,6 @@
 -- +goose Up
 -- The minutes a fold's chunks touched in rollup_load_minute, whose peaks the fold raises once,
--- after its last chunk (rollup.RaisePeaksSQL), rather than in every chunk: a backfill's chunks
+-- after its last chunk (rollup.RaisePeaks), rather than in every chunk: a backfill's chunks
 -- touch the same minutes over and over. A fold that stops before its end leaves them for the next.
 CREATE TABLE pending_load_touched (
     project_id bigint NOT NULL,

@@ -310,27 +310,6 @@ func Fold(ctx context.Context, tx pgx.Tx) (int64, error) {
 	return total, nil
 }
 
-// RaiseChunk is how many touched minutes RaisePeaks recounts in one statement: on a ledger of
-// many services and models a minute holds a few hundred load rows, so a chunk is about a second's
-// work, and the peaks of a backfill of any size are raised in bounded steps.
-const RaiseChunk = 240
-
-// RaisePeaks raises the load peaks at up to RaiseChunk of the minutes the folds' chunks touched
-// (RaisePeaksSQL), after waiting for any other fold to finish (it takes the fold lock for the rest
-// of tx), and returns how many peak rows it wrote and whether minutes are left for another call.
-// A fold calls it, each call in a transaction of its own, once its chunks reach the end of the
-// pending tables.
-func RaisePeaks(ctx context.Context, tx pgx.Tx) (wrote int64, more bool, err error) {
-	if err := lockFold(ctx, tx); err != nil {
-		return 0, false, err
-	}
-	var taken int64
-	if err := tx.QueryRow(ctx, RaisePeaksSQL, RaiseChunk).Scan(&wrote, &taken); err != nil {
-		return 0, false, fmt.Errorf("raise load peaks: %w", err)
-	}
-	return wrote, taken == RaiseChunk, nil
-}
-
 // PendingRowsSQL estimates how many rows wait in the pending tables, from the statistics
 // PostgreSQL keeps as rows are inserted and deleted: cheap enough for every fold to report it.
 const PendingRowsSQL = `SELECT coalesce(sum(n_live_tup), 0)::int8 FROM pg_stat_user_tables

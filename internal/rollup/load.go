@@ -23,7 +23,7 @@
 //
 // An ingest commit adds its deltas to pending_load_minute (with the local day of each minute);
 // each chunk of a fold (LoadFoldSQL) adds them to rollup_load_minute and notes the minutes it
-// touched, and the fold, once its chunks are done (RaisePeaksSQL), recounts every grouping at
+// touched, and the fold, once its chunks are done (RaisePeaks, raise.go), sums every grouping at
 // those minutes and raises the days' peaks where they are passed. Sums only grow and the
 // lowest headroom only falls as records arrive, so the peaks a fold keeps are those a recount from
 // scratch finds (LoadRebuildSQL, in RebuildSteps).
@@ -198,7 +198,7 @@ func headroomLower(l string) string {
 
 // LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute, in
 // one statement, under the fold lock, and records the minutes it touched in pending_load_touched
-// (migration 00034) for RaisePeaksSQL; it returns how many rows it wrote, then the chunk's size and
+// (migration 00034) for RaisePeaks; it returns how many rows it wrote, then the chunk's size and
 // last ctid. As the other folds, it reads the pending rows and deletes them in separate WITH items,
 // so both see the same rows. The day of each minute comes from the pending rows, counted when the
 // commit was.
@@ -229,47 +229,6 @@ var LoadFoldSQL = func() string {
 	SELECT (SELECT count(*) FROM u), `+pl.taken,
 		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
 		strings.Join(LoadCols, ", "), strings.Join(set, ", "))
-}()
-
-// RaisePeaksSQL recounts every grouping at up to $1 of the minutes the chunks of a fold touched
-// (pending_load_touched, the earliest first, which it removes from there) and raises the days'
-// peaks where they are passed, writing only the peak rows that change (a day's busiest minute is
-// passed rarely); it returns how many it wrote and how many minutes it took. A fold runs it
-// after its last chunk, RaiseChunk minutes at a time, under the fold lock: a backfill's
-// chunks touch the same minutes over and over, and recounting them in every chunk made the fold
-// of a week's backfill ten times slower (BenchmarkIngestVsCopy's folded/copy 0.019 against 0.19).
-var RaisePeaksSQL = func() string {
-	var peakSet, raised []string
-	for _, c := range []struct{ v, at, also string }{{"requests", "requests_at", "rate_limited"},
-		{"input_tokens", "input_tokens_at", ""}, {"output_tokens", "output_tokens_at", ""}, {"tokens", "tokens_at", ""}} {
-		// A row comparison with the minutes swapped: the larger count wins, then the earlier minute.
-		cond := fmt.Sprintf("(excluded.%[1]s, r.%[2]s) > (r.%[1]s, excluded.%[2]s)", c.v, c.at)
-		cols := []string{c.v, c.at}
-		if c.also != "" {
-			cols = append(cols, c.also)
-		}
-		peakSet = append(peakSet, chooseSet(cond, cols...)...)
-		raised = append(raised, cond)
-	}
-	for _, l := range LoadLimits {
-		peakSet = append(peakSet, headroomMerge(l)...)
-		raised = append(raised, headroomLower(l))
-	}
-	return fmt.Sprintf(`WITH t AS MATERIALIZED (
-		DELETE FROM pending_load_touched WHERE (project_id, bucket) IN (
-			SELECT project_id, bucket FROM pending_load_touched ORDER BY 1, 2 LIMIT $1)
-		RETURNING project_id, bucket, day
-	), m AS (
-		SELECT t.day, r.* FROM rollup_load_minute r JOIN t USING (project_id, bucket)
-	), pk AS (
-		INSERT INTO rollup_load_peaks AS r (%[1]s, %[2]s)
-		%[3]s
-		ORDER BY %[4]s
-		ON CONFLICT (%[1]s) DO UPDATE SET %[5]s WHERE %[6]s
-		RETURNING 1
-	)
-	SELECT (SELECT count(*) FROM pk), (SELECT count(*) FROM t)`, strings.Join(peakKey, ", "), strings.Join(peakCols, ", "),
-		peaksOf("m", "m"), Ordinals(len(peakKey)), strings.Join(peakSet, ", "), strings.Join(raised, " OR "))
 }()
 
 // LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:

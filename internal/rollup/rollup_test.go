@@ -51,3 +51,32 @@ func TestSpendBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadroomBelow checks the order of headroom the writer and RaisePeaks keep the lowest of: it
+// must agree with SQL headroom_below, which the rebuild uses, and compare shares exactly where a
+// float would not.
+func TestHeadroomBelow(t *testing.T) {
+	t.Parallel()
+	none := Headroom{}
+	for _, c := range []struct {
+		name string
+		h, o Headroom
+		want bool
+	}{
+		{"smaller share", Headroom{1, 10}, Headroom{5, 10}, true},
+		{"larger share", Headroom{5, 10}, Headroom{1, 10}, false},
+		{"share across limits", Headroom{9, 100}, Headroom{1, 10}, true},
+		{"equal shares, larger limit", Headroom{10, 100}, Headroom{1, 10}, true},
+		{"equal shares, smaller limit", Headroom{1, 10}, Headroom{10, 100}, false},
+		{"same", Headroom{3, 7}, Headroom{3, 7}, false},
+		{"any below none", Headroom{999, 1000}, none, true},
+		{"none never below", none, Headroom{0, 10}, false},
+		{"none against none", none, none, false},
+		// 1e12-1 of 1e12 against 1e12-2 of 1e12-1: the shares differ by 1e-24, beyond a float64.
+		{"exact beyond float", Headroom{999_999_999_998, 999_999_999_999}, Headroom{999_999_999_999, 1_000_000_000_000}, true},
+	} {
+		if got := c.h.Below(c.o); got != c.want {
+			t.Errorf("%s: %v below %v = %v, want %v", c.name, c.h, c.o, got, c.want)
+		}
+	}
+}
