@@ -18,8 +18,9 @@ var pendingLoadCopySQL = copyStmt("pending_load_minute", slices.Concat(rollup.Lo
 // loadKey identifies one pending load row: minute is the Unix second of the UTC minute, day of the
 // local date at UTC midnight.
 type loadKey struct {
-	project, minute, day          int64
-	org, provider, model, service string
+	project, minute, day                        int64
+	org, provider, model, service, fallbackFrom string
+	fallback                                    bool
 }
 
 // loadRow is the sums of one pending load row: rollup.LoadSums' columns in order, and the lowest
@@ -45,7 +46,7 @@ func loadOf(b *batch, tz *time.Location) *loadGroups {
 		y, m, d := t.In(tz).Date()
 		k := loadKey{project: b.project[i], minute: t.Truncate(time.Minute).Unix(),
 			day: time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), provider: b.key[i].Provider, model: b.key[i].Model,
-			service: b.key[i].Service}
+			service: b.key[i].Service, fallback: b.fallback[i], fallbackFrom: b.key[i].FallbackFrom}
 		if o := b.org[i]; o != nil {
 			k.org = *o
 		}
@@ -57,8 +58,8 @@ func loadOf(b *batch, tz *time.Location) *loadGroups {
 			g.rows = append(g.rows, loadRow{sums: make([]int64, len(rollup.LoadSums))})
 		}
 		r := &g.rows[n]
-		a = rollup.Attempt{Input: b.input[i], Output: b.output[i], CacheWrite: b.cw[i], CacheRead: b.cr[i],
-			ErrorClass: b.class[i]}
+		a = rollup.Attempt{AttemptNo: b.attemptNo[i], Input: b.input[i], Output: b.output[i], CacheWrite: b.cw[i],
+			CacheRead: b.cr[i], ErrorClass: b.class[i], Status: b.status[i]}
 		if s := b.httpStatus[i]; s != nil {
 			a.HTTPStatus = *s
 		}
@@ -87,6 +88,8 @@ func (g *loadGroups) appendCopy(msg []byte) []byte {
 		c.text(k.provider)
 		c.text(k.model)
 		c.text(k.service)
+		c.boolean(k.fallback)
+		c.text(k.fallbackFrom)
 		c.date(k.day)
 		r := &g.rows[i]
 		for _, v := range r.sums {

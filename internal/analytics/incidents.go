@@ -109,6 +109,9 @@ type Incident struct {
 	// RecoveryShare of the calls that began got an answer; nil while open, or not found within
 	// RecoveryLimit.
 	RecoverySeconds *int64 `json:"recovery_seconds"`
+	// spanEnd is, for a model's incident, the end of the minutes it spans (the last troubled
+	// minute's end): where its wasted spend is counted up to, open or not.
+	spanEnd time.Time
 }
 
 // Open tells whether the incident is still going on.

@@ -13,8 +13,9 @@ import (
 
 // incidentLedger is a ledger of 2026-10-05 (UTC) with known incidents, read at 10:46:
 //   - sonnet (services chat and mail, a call every 10 seconds from 09:30) is down from 10:00 to
-//     10:10: each call fails once (100,000 billed) and gpt-4o answers as its fallback. At 10:10:00
-//     one more call fails with no answer; from 10:10:10 every call is answered.
+//     10:10: each call fails once (100,000 billed) and gpt-4o answers as its fallback, for the
+//     call of 10:05:00 at its second try (the first, billed, fails too). At 10:10:00 one more call
+//     fails with no answer; from 10:10:10 every call is answered.
 //   - haiku (service bot, a call every 10 seconds from 10:30) storms from 10:40: each call fails
 //     twice (10,000 billed each) and is answered on its third attempt; still going at 10:46.
 //   - opus's cache (service cachebot) works at 06:00 (1 write, 4 reads), breaks at 07:00 (10
@@ -36,6 +37,11 @@ func incidentLedger(t *testing.T) (*ledger, int64) {
 		id := fmt.Sprintf("s%d", n)
 		r := newRec(t0, "sonnet").service(svc, "answer").request(id, 1).tokens(1000, 0)
 		switch {
+		case t0.Equal(at(10, 5, 0)):
+			recs = append(recs, r.fail(schema.ErrorServer).done(),
+				newRec(t0.Add(time.Second), "gpt-4o").service(svc, "answer").request(id, 2).tokens(1000, 0).fallback("sonnet").
+					fail(schema.ErrorServer).done(),
+				newRec(t0.Add(2*time.Second), "gpt-4o").service(svc, "answer").request(id, 3).tokens(1000, 0).fallback("sonnet").done())
 		case !t0.Before(at(10, 0, 0)) && t0.Before(at(10, 10, 0)):
 			recs = append(recs, r.fail(schema.ErrorServer).done(),
 				newRec(t0.Add(time.Second), "gpt-4o").service(svc, "answer").request(id, 2).tokens(1000, 0).fallback("sonnet").done())
@@ -102,10 +108,11 @@ func TestIncidents(t *testing.T) {
 		{Kind: analytics.KindRetryStorm, StartedAt: hm(10, 40), Provider: "anthropic", Model: "haiku",
 			CallsAffected: 36, ExtraAttempts: 72, WastedUSD: nn(720_000)},
 		// One incident for both services: 60 calls, each failed once (100,000) and answered by the
-		// fallback. Recovered 10 s after the end: the window from 10:10:00 holds the call that got no
-		// answer, the next one only answered calls.
+		// fallback, one of them after a failed fallback attempt (100,000 more: wasted spend counts
+		// the fallback's attempts too). Recovered 10 s after the end: the window from 10:10:00
+		// holds the call that got no answer, the next one only answered calls.
 		{Kind: analytics.KindErrorSpike, StartedAt: hm(10, 0), EndedAt: tp(hm(10, 10)), Provider: "anthropic", Model: "sonnet",
-			CallsAffected: 60, FallbackAnswers: 60, ExtraAttempts: 60, WastedUSD: nn(6_000_000), RecoverySeconds: i64(10)},
+			CallsAffected: 60, FallbackAnswers: 60, ExtraAttempts: 61, WastedUSD: nn(6_100_000), RecoverySeconds: i64(10)},
 		// Broken again from 09:00, still: 12 writes at 195,000 against the working hours' mean
 		// (10 calls, 2 × 515,000).
 		{Kind: analytics.KindCacheBroken, StartedAt: hm(9, 0), Service: "cachebot", Operation: "ask", Provider: "anthropic",

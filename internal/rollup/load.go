@@ -7,10 +7,11 @@
 // # Tables (migration 00031)
 //
 // rollup_load_minute is keyed by project, UTC minute (bucket), org (empty for none), provider,
-// model and service: requests (attempts: every HTTP attempt counts against a provider's request
-// limit, retries and 429s included), rate_limited (attempts answered 429 or classed
-// rate_limited), input_tokens (all input: uncached, cache writes and cache reads), output_tokens,
-// and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
+// model, service, fallback flag and the model a fallback stood in for (migration 00036): requests
+// (attempts: every HTTP attempt counts against a provider's request limit, retries and 429s
+// included), rate_limited (attempts answered 429 or classed rate_limited), input_tokens (all
+// input: uncached, cache writes and cache reads), output_tokens, the calls, failed attempts and
+// answers the incidents read minute by minute, and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
 // X_remaining, X_limit (NULL when no attempt reported it). The lowest headroom is the smallest
 // remaining ÷ limit; of equal shares, the larger limit's (SQL headroom_below).
 //
@@ -35,8 +36,10 @@ import (
 	"strings"
 )
 
-// LoadKey is rollup_load_minute's primary key, in order.
-var LoadKey = []string{"project_id", "bucket", "org", "provider", "model", "service"}
+// LoadKey is rollup_load_minute's primary key, in order. fallback and fallback_from (migration
+// 00036) keep a fallback model's attempts apart from its own, and say which model they stood in
+// for: the incidents count them for that model.
+var LoadKey = []string{"project_id", "bucket", "org", "provider", "model", "service", "fallback", "fallback_from"}
 
 // LoadSums are rollup_load_minute's summed columns, in column order.
 var LoadSums = []Sum{
@@ -48,6 +51,11 @@ var LoadSums = []Sum{
 		return a.Input + a.CacheWrite + a.CacheRead
 	}},
 	{"output_tokens", "sum8(output_tokens)", func(a *Attempt) int64 { return a.Output }},
+	// The counts the incidents find troubled minutes by (migration 00036): logical calls (first
+	// attempts), failed attempts (status error) and answers (status ok).
+	{"calls", "count(*) FILTER (WHERE attempt_no = 1)", func(a *Attempt) int64 { return flag(a.AttemptNo == 1) }},
+	{"failed", "count(*) FILTER (WHERE status = 'error')", func(a *Attempt) int64 { return flag(a.Status == "error") }},
+	{"answered", "count(*) FILTER (WHERE status = 'ok')", func(a *Attempt) int64 { return flag(a.Status == "ok") }},
 }
 
 // RateLimitedWhere selects the attempts the provider refused for its rate limit.
@@ -114,7 +122,8 @@ func fromRollup(l string) (string, string) { return l + "_remaining", l + "_limi
 // loadSelect is the select list that counts attempts rows a (joined to series s) into load rows:
 // the key, the extra items, then LoadCols.
 func loadSelect(extra ...string) string {
-	items := []string{"a.project_id", MinuteBucketExpr, "coalesce(a.org, '')", "s.provider", "s.model", "s.service"}
+	items := []string{"a.project_id", MinuteBucketExpr, "coalesce(a.org, '')", "s.provider", "s.model", "s.service",
+		"a.fallback", "s.fallback_from"}
 	items = append(items, extra...)
 	for _, s := range LoadSums {
 		items = append(items, s.Expr)
@@ -129,9 +138,9 @@ func loadSelect(extra ...string) string {
 func loadPendingFrom(src, tz string) string {
 	return fmt.Sprintf(`pl AS (
 		INSERT INTO pending_load_minute (%[1]s, day, %[2]s)
-		SELECT %[3]s FROM %[4]s a %[5]s GROUP BY 1, 2, 3, 4, 5, 6, 7
+		SELECT %[3]s FROM %[4]s a %[5]s GROUP BY %[6]s
 	)`, strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "),
-		loadSelect(DayBucketExpr(tz)), src, seriesOfA)
+		loadSelect(DayBucketExpr(tz)), src, seriesOfA, Ordinals(len(LoadKey)+1))
 }
 
 // keepExpr is a grouping's keep mask under GROUP BY CUBE (org, provider, model, service).
@@ -239,8 +248,8 @@ var LoadRebuildSQL = func() [4]string {
 	days := "(SELECT r.*, (r.bucket AT TIME ZONE $1)::date AS day FROM rollup_load_minute r) %s"
 	return [4]string{
 		`DELETE FROM rollup_load_minute m WHERE EXISTS (` + fmt.Sprintf(coveredSQL, "m.bucket") + `)`,
-		fmt.Sprintf(`INSERT INTO rollup_load_minute (%s, %s) SELECT %s FROM attempts a %s GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2`,
-			strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "), loadSelect(), seriesOfA),
+		fmt.Sprintf(`INSERT INTO rollup_load_minute (%s, %s) SELECT %s FROM attempts a %s GROUP BY %s ORDER BY 1, 2`,
+			strings.Join(LoadKey, ", "), strings.Join(LoadCols, ", "), loadSelect(), seriesOfA, Ordinals(len(LoadKey))),
 		`DELETE FROM rollup_load_peaks`,
 		fmt.Sprintf(`INSERT INTO rollup_load_peaks (%s, %s) %s ORDER BY %s`,
 			strings.Join(peakKey, ", "), strings.Join(peakCols, ", "), peaksOf(fmt.Sprintf(days, "m"), fmt.Sprintf(days, "h")),

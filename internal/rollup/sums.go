@@ -18,9 +18,10 @@ type Attempt struct {
 	Cost, NoCache, ClientCost                                     *int64
 	// UsageUnknown is the record's usage_unknown: its answer carried no usage.
 	UsageUnknown bool
-	// HTTPStatus (0 when none) and ErrorClass ("none" when ok) are what LoadSums read.
+	// HTTPStatus (0 when none), ErrorClass ("none" when ok) and Status are what LoadSums read.
 	HTTPStatus int16
 	ErrorClass string
+	Status     string
 }
 
 // MismatchWhere is the condition under which an attempt's client cost disagrees with ledgerd's:
