@@ -28,25 +28,6 @@ FROM rollup_load_minute WHERE project_id = $1 AND bucket >= $2 AND bucket < $3`,
 		return out
 	}(), ", "))
 
-// pair is a reported limit and what remained of it; limit 0: none reported.
-type pair struct{ remaining, limit int64 }
-
-// below is SQL headroom_below: the smaller share remaining, of equal shares the larger limit.
-func (p pair) below(o pair) bool {
-	if p.limit == 0 {
-		return false
-	}
-	if o.limit == 0 {
-		return true
-	}
-	x := new(big.Int).Mul(big.NewInt(p.remaining), big.NewInt(o.limit))
-	y := new(big.Int).Mul(big.NewInt(o.remaining), big.NewInt(p.limit))
-	if c := x.Cmp(y); c != 0 {
-		return c < 0
-	}
-	return p.limit > o.limit
-}
-
 // loadMinute is one minute of one scope: what it sent and the lowest headroom of each limit.
 type loadMinute struct {
 	at       time.Time
@@ -54,7 +35,7 @@ type loadMinute struct {
 	input    int64
 	output   int64
 	services map[string]bool
-	lowest   [4]pair // rollup.LoadLimits order: requests, tokens, input_tokens, output_tokens
+	lowest   [4]rollup.Headroom // rollup.LoadLimits order: requests, tokens, input_tokens, output_tokens
 }
 
 // loads are the figures each limit compares: requests, all tokens, input and output tokens.
@@ -120,7 +101,7 @@ func evalHeadroom(ctx context.Context, ec evalContext, r *Rule) ([]sample, error
 		m.services[f.service] = true
 		for i := range rem {
 			if lim[i] != nil {
-				if p := (pair{*rem[i], *lim[i]}); p.below(m.lowest[i]) {
+				if p := (rollup.Headroom{Remaining: *rem[i], Limit: *lim[i]}); p.Below(m.lowest[i]) {
 					m.lowest[i] = p
 				}
 			}
@@ -137,12 +118,12 @@ func evalHeadroom(ctx context.Context, ec evalContext, r *Rule) ([]sample, error
 		var worst *breach
 		for _, m := range s.minutes {
 			for i, p := range m.lowest {
-				if p.limit == 0 {
+				if p.Limit == 0 {
 					continue
 				}
 				candidates := []breach{
-					{minute: m, limit: i, headroom: true, share: big.NewRat(p.remaining, p.limit)},
-					{minute: m, limit: i, share: big.NewRat(m.loads()[i], p.limit)},
+					{minute: m, limit: i, headroom: true, share: big.NewRat(p.Remaining, p.Limit)},
+					{minute: m, limit: i, share: big.NewRat(m.loads()[i], p.Limit)},
 				}
 				for _, b := range candidates {
 					fires := b.share.Cmp(r.MinHeadroom) < 0
@@ -176,9 +157,9 @@ func headroomSample(r *Rule, ec evalContext, labels map[string]string, b breach)
 	figures := map[string]string{
 		"minute":           m.at.UTC().Format(time.RFC3339),
 		"limit":            rollup.LoadLimits[b.limit],
-		"limit_per_minute": strconv.FormatInt(p.limit, 10),
+		"limit_per_minute": strconv.FormatInt(p.Limit, 10),
 		"load":             strconv.FormatInt(m.loads()[b.limit], 10),
-		"load_share":       pct(big.NewRat(m.loads()[b.limit], p.limit)),
+		"load_share":       pct(big.NewRat(m.loads()[b.limit], p.Limit)),
 		"requests":         strconv.FormatInt(m.requests, 10),
 		"tokens":           strconv.FormatInt(m.input+m.output, 10),
 		"services":         strconv.Itoa(len(m.services)),
@@ -189,16 +170,16 @@ func headroomSample(r *Rule, ec evalContext, labels map[string]string, b breach)
 	var summary string
 	var d strings.Builder
 	if b.headroom {
-		figures["remaining"] = strconv.FormatInt(p.remaining, 10)
+		figures["remaining"] = strconv.FormatInt(p.Remaining, 10)
 		figures["headroom"] = pct(b.share)
-		summary = fmt.Sprintf("%s had %s of its %s limit left at %s (%s a minute)", scope, pct(b.share), name, local, numfmt.Count(p.limit))
+		summary = fmt.Sprintf("%s had %s of its %s limit left at %s (%s a minute)", scope, pct(b.share), name, local, numfmt.Count(p.Limit))
 		fmt.Fprintf(&d, "At %s (%s) the provider reported %s of %s %s a minute left for %s: %s of the limit, under the %s this rule allows.",
-			local, ec.tz, numfmt.Count(p.remaining), numfmt.Count(p.limit), name, scope, pct(b.share), pct(r.MinHeadroom))
+			local, ec.tz, numfmt.Count(p.Remaining), numfmt.Count(p.Limit), name, scope, pct(b.share), pct(r.MinHeadroom))
 	} else {
 		summary = fmt.Sprintf("%s sent %s %s in the minute %s, %s of its limit of %s a minute", scope,
-			numfmt.Count(m.loads()[b.limit]), name, local, pct(b.share), numfmt.Count(p.limit))
+			numfmt.Count(m.loads()[b.limit]), name, local, pct(b.share), numfmt.Count(p.Limit))
 		fmt.Fprintf(&d, "In the minute %s (%s) %s sent %s %s against a reported limit of %s a minute: %s of it, at or over the %s this rule allows.",
-			local, ec.tz, scope, numfmt.Count(m.loads()[b.limit]), name, numfmt.Count(p.limit), pct(b.share), pct(r.MaxLoad))
+			local, ec.tz, scope, numfmt.Count(m.loads()[b.limit]), name, numfmt.Count(p.Limit), pct(b.share), pct(r.MaxLoad))
 	}
 	if n := len(m.services); n > 1 {
 		fmt.Fprintf(&d, " %d services drew on this limit in that minute: the keys of one organization share it, so failing over"+

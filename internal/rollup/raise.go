@@ -19,7 +19,8 @@ import (
 // LoadRebuildSQL counts the same peaks in SQL from scratch; the twin and rebuild tests compare.
 
 // Headroom is a rate limit and what remained of it as one attempt, or the lowest of a group,
-// reported it; Limit 0 means none was reported.
+// reported it; Limit 0 means none was reported. The writer, RaisePeaks and the headroom alert keep
+// the lowest by Below.
 type Headroom struct{ Remaining, Limit int64 }
 
 // Below tells whether h is a lower headroom than o, as SQL headroom_below: the smaller share
