@@ -5,10 +5,11 @@ import (
 	"strings"
 )
 
-// Minute questions (a summary grouped by minute, the incidents' minute series) are answered from
-// the raw attempts of short windows, counted with the same expressions as the rollups (Sums), not
-// from a rollup of their own: a window of a few hours is a range scan of the attempts' (project,
-// started_at) index, and the writer pays nothing for it (docs/incidents.md has the measurements).
+// A summary grouped by minute is answered from the raw attempts of its short window, counted with
+// the same expressions as the rollups (Sums), not from a rollup of its own: a window of a few hours
+// is a range scan of the attempts' (project, started_at) index, and the writer pays nothing for it
+// (docs/incidents.md has the measurements). The incidents' minute series come from the load
+// rollup (load.go).
 
 // MinuteBucketSQL is the start of the step-wide bucket (the SQL interval expression step, a whole
 // number of minutes dividing an hour) an attempt falls in, in UTC.
