@@ -14,7 +14,8 @@ import (
 // its parameters, IncidentParams).
 //
 // Errors, retries and fallbacks are judged per model (provider and model, over every service, so
-// an outage of one model is one incident) minute by minute, from the raw attempts: a minute is
+// an outage of one model is one incident) minute by minute, from the load rollup's minutes of the
+// hours worth reading (their wasted spend and recovery from the raw attempts): a minute is
 // troubled when its error rate reaches the model's threshold, when its calls took StormAttempts
 // attempts each or more, or when a fallback model answered for it. Troubled minutes at most Gap
 // minutes apart make one period, and a period is an incident when its totals pass the minimums: a

@@ -71,7 +71,7 @@ func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time
 	return out, nil
 }
 
-// candidates are the windows of raw attempts worth reading minute by minute, found from the
+// candidates are the windows worth reading minute by minute, found from the
 // hourly rollups, and each model's error rate over all the hours (its baseline). An hour is a
 // candidate for a model when its error rate passes a sixth of the way from the baseline to the
 // model's threshold and it holds, with the busier of the hours beside it, MinFailed failed
