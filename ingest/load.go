@@ -59,7 +59,7 @@ func loadOf(b *batch, tz *time.Location) *loadGroups {
 		}
 		r := &g.rows[n]
 		a = rollup.Attempt{AttemptNo: b.attemptNo[i], Input: b.input[i], Output: b.output[i], CacheWrite: b.cw[i],
-			CacheRead: b.cr[i], ErrorClass: b.class[i], Status: b.status[i]}
+			CacheRead: b.cr[i], ErrorClass: b.class[i], Status: b.status[i], Cost: b.cost[i]}
 		if s := b.httpStatus[i]; s != nil {
 			a.HTTPStatus = *s
 		}

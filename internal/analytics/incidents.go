@@ -15,7 +15,7 @@ import (
 //
 // Errors, retries and fallbacks are judged per model (provider and model, over every service, so
 // an outage of one model is one incident) minute by minute, from the load rollup's minutes of the
-// hours worth reading (their wasted spend and recovery from the raw attempts): a minute is
+// hours worth reading (recovery from the raw attempts): a minute is
 // troubled when its error rate reaches the model's threshold, when its calls took StormAttempts
 // attempts each or more, or when a fallback model answered for it. Troubled minutes at most Gap
 // minutes apart make one period, and a period is an incident when its totals pass the minimums: a
@@ -110,9 +110,6 @@ type Incident struct {
 	// RecoveryShare of the calls that began got an answer; nil while open, or not found within
 	// RecoveryLimit.
 	RecoverySeconds *int64 `json:"recovery_seconds"`
-	// spanEnd is, for a model's incident, the end of the minutes it spans (the last troubled
-	// minute's end): where its wasted spend is counted up to, open or not.
-	spanEnd time.Time
 }
 
 // Open tells whether the incident is still going on.

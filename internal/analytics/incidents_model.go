@@ -11,29 +11,16 @@ import (
 
 // modelMinutesSQL reads the load rollup's minutes that start in the windows [@los[i], @his[i])
 // per UTC minute, provider, model, fallback flag and the model a fallback stood in for: attempts,
-// first attempts (calls), failed attempts (status error) and answers (status ok). Each window is
-// read by its own range scan of the rollup's key: OFFSET 0 keeps the planner from flattening the
-// windows into one scan of every minute.
+// first attempts (calls), failed attempts (status error), answers (status ok), the cost of the
+// priced attempts that gave no answer, and the unpriced attempts. Each window is read by its own
+// range scan of the rollup's key: OFFSET 0 keeps the planner from flattening the windows into one
+// scan of every minute.
 const modelMinutesSQL = `SELECT r.bucket, r.provider, r.model, r.fallback, r.fallback_from,
-		sum8(r.requests), sum8(r.calls), sum8(r.failed), sum8(r.answered)
+		sum8(r.requests), sum8(r.calls), sum8(r.failed), sum8(r.answered), sum8(r.wasted_nanos), sum8(r.unpriced_attempts)
 	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
 	CROSS JOIN LATERAL (SELECT * FROM rollup_load_minute r WHERE r.project_id = @project AND r.bucket >= w.lo
 		AND r.bucket < w.hi OFFSET 0) r
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
-
-// wastedSQL counts, for each incident i of a model (the arrays @idx, @starts, @ends, @providers,
-// @models), the raw attempts of the minutes it spans, the model's own and those of fallbacks
-// standing in for it: how many, how many unpriced, and the cost of the priced ones that gave no
-// answer. Costs are read from the attempts, not a rollup, so a reprice shows at once. Each
-// incident's attempts are read by their own range scan (OFFSET 0, as in modelMinutesSQL).
-const wastedSQL = `SELECT w.i, count(*), count(*) FILTER (WHERE a.cost_nanos IS NULL),
-		coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8
-	FROM unnest(@idx::int4[], @starts::timestamptz[], @ends::timestamptz[], @providers::text[], @models::text[]) w(i, s, e, provider, model)
-	CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.project_id = @project AND a.started_at >= w.s AND a.started_at < w.e
-		OFFSET 0) a
-	JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
-	WHERE (s.provider = w.provider AND s.model = w.model AND NOT a.fallback) OR (a.fallback AND s.fallback_from = w.model)
-	GROUP BY 1`
 
 // recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @untils, @providers,
 // @models), per RecoveryWindow (@window seconds) from its end up to its until, the logical calls of
@@ -155,8 +142,8 @@ type modelKey struct{ provider, model string }
 // minuteCounts are a model's counts in one minute: its own attempts', and those of the fallback
 // attempts that stood in for it.
 type minuteCounts struct {
-	attempts, calls, failed, ok int64
-	fbAttempts, fbOK            int64
+	attempts, calls, failed, ok, wasted, unpriced int64
+	fbAttempts, fbOK, fbWasted, fbUnpriced        int64
 }
 
 func (c *minuteCounts) add(o minuteCounts) {
@@ -164,8 +151,12 @@ func (c *minuteCounts) add(o minuteCounts) {
 	c.calls += o.calls
 	c.failed += o.failed
 	c.ok += o.ok
+	c.wasted += o.wasted
+	c.unpriced += o.unpriced
 	c.fbAttempts += o.fbAttempts
 	c.fbOK += o.fbOK
+	c.fbWasted += o.fbWasted
+	c.fbUnpriced += o.fbUnpriced
 }
 
 // perCall is the attempts per call, own and fallback together; 0 without calls.
@@ -219,11 +210,12 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 	if len(windows) > 0 {
 		args := map[string]any{"project": project, "los": los, "his": his}
 		err = s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
-			&c.attempts, &c.calls, &c.failed, &c.ok}, func() error {
+			&c.attempts, &c.calls, &c.failed, &c.ok, &c.wasted, &c.unpriced}, func() error {
 			m := at.Unix()
 			if fallback {
 				// A fallback attempt counts for the model it stood in for, found below.
-				fbRows = append(fbRows, fbRow{m, fbf, minuteCounts{fbAttempts: c.attempts, fbOK: c.ok}})
+				fbRows = append(fbRows, fbRow{m, fbf, minuteCounts{fbAttempts: c.attempts, fbOK: c.ok, fbWasted: c.wasted,
+					fbUnpriced: c.unpriced}})
 				return nil
 			}
 			providerOf[model] = provider
@@ -263,46 +255,10 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 			out = append(out, in)
 		}
 	}
-	if err := s.wasted(ctx, project, out); err != nil {
-		return nil, err
-	}
 	if err := s.recoveries(ctx, project, out, now, p); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// wasted sets the wasted spend (WastedUSD) of each incident of list, a model's, from the raw
-// attempts of the minutes it spans (wastedSQL), with one statement for all: nil when every attempt
-// of it was unpriced.
-func (s *Service) wasted(ctx context.Context, project int64, list []Incident) error {
-	if len(list) == 0 {
-		return nil
-	}
-	var (
-		idx              = make([]int32, len(list))
-		starts, ends     = make([]time.Time, len(list)), make([]time.Time, len(list))
-		providers, names = make([]string, len(list)), make([]string, len(list))
-	)
-	for i, in := range list {
-		idx[i], starts[i], ends[i], providers[i], names[i] = int32(i), in.StartedAt, in.spanEnd, in.Provider, in.Model
-	}
-	var (
-		i                      int32
-		attempts, unpriced, wc int64
-	)
-	args := map[string]any{"project": project, "idx": idx, "starts": starts, "ends": ends, "providers": providers, "models": names}
-	err := s.read(ctx, wastedSQL, args, []any{&i, &attempts, &unpriced, &wc}, func() error {
-		if unpriced < attempts {
-			w := money.Nanos(wc)
-			list[i].WastedUSD = &w
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("incident wasted spend: %w", err)
-	}
-	return nil
 }
 
 // detectModel finds a model's incidents in its minutes (Unix seconds of each minute), read up to
@@ -346,8 +302,10 @@ func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64,
 		in := Incident{Kind: kind, StartedAt: time.Unix(start, 0).UTC(), Provider: k.provider, Model: k.model,
 			CallsAffected: sum.calls, FallbackAnswers: sum.fbOK, ExtraAttempts: max(extra, 0),
 			FailedCalls: max(sum.calls-sum.ok-sum.fbOK, 0)}
-		// The wasted spend is read from the raw attempts of [start, spanEnd) once detected.
-		in.spanEnd = time.Unix(last+60, 0).UTC()
+		if n := sum.attempts + sum.fbAttempts; n > 0 && sum.unpriced+sum.fbUnpriced < n {
+			w := money.Nanos(sum.wasted + sum.fbWasted)
+			in.WastedUSD = &w
+		}
 		// Open while the last troubled minute is less than Gap before the end of what was read.
 		if e := time.Unix(last+60, 0).UTC(); !e.Add(p.Gap).After(end) {
 			in.EndedAt = &e

@@ -10,8 +10,9 @@
 // adds, per rollup key, the difference between the changed attempts' new and old sums to
 // rollup_hourly, rollup_daily (local date in settings 'timezone'), the narrow daily rollups
 // (rollup.DailyBy: the daily deltas summed per model, per service and operation, per tenant),
-// rollup_cache_hourly and cache_prefixes, using the writer's own aggregate expressions
-// (rollup.Sums), so every rollup keeps equalling a rebuild from raw. Either everything is
+// rollup_cache_hourly and cache_prefixes, and the load rollup's wasted cost and unpriced attempts
+// (rollup_load_minute, per minute), using the writer's own aggregate expressions
+// (rollup.Sums, CacheSums, LoadSums), so every rollup keeps equalling a rebuild from raw. Either everything is
 // written or nothing is. A second run with the same catalog changes nothing.
 //
 // Rows are streamed through a cursor in chunks (Options.ChunkRows), so memory stays bounded

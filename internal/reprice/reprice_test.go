@@ -298,6 +298,12 @@ func (l ledger) checkRollups(t *testing.T) {
 			CROSS JOIN unnest('{1,8,64}'::int2[]) AS sp(span) GROUP BY 1, 2, 3, 4`, "project_id, span, bucket, tenant, cost_nanos"},
 		{"rollup_cache_hourly WHERE calls <> 0", rawCache, cacheCols}, // a row emptied by moves equals none
 		{"cache_prefixes", rawPrefixes, prefixCols},
+		// The load rollup's cost sums, by its key (the incidents' wasted spend).
+		{"rollup_load_minute", `SELECT a.project_id, date_trunc('minute', a.started_at, 'UTC'), coalesce(a.org, ''), s.provider,
+			s.model, s.service, a.fallback, s.fallback_from, coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8,
+			count(*) FILTER (WHERE a.cost_nanos IS NULL)
+			FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`,
+			"project_id, bucket, org, provider, model, service, fallback, fallback_from, wasted_nanos, unpriced_attempts"},
 	} {
 		var extra, missing int
 		q := fmt.Sprintf(`SELECT (SELECT count(*) FROM ((SELECT %[2]s FROM %[1]s) EXCEPT (%[3]s)) x),

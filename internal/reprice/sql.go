@@ -39,6 +39,10 @@ ALTER TABLE reprice_daily ALTER COLUMN bucket TYPE date;
 CREATE TEMP TABLE reprice_cache (
     project_id int8, bucket timestamptz, series_id int8, fallback bool, prompt_hash text,
     cost_nanos int8, nocache_cost_nanos int8, unpriced_attempts int8
+) ON COMMIT DROP;
+CREATE TEMP TABLE reprice_load (
+    project_id int8, bucket timestamptz, org text, series_id int8, fallback bool,
+    wasted_nanos int8, unpriced_attempts int8
 ) ON COMMIT DROP`
 
 // chunkCols are the columns of reprice_chunk, in the order the chunk is copied in.
@@ -71,6 +75,13 @@ var rollupDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_att
 // cacheDeltaCols are the same for rollup_cache_hourly, from rollup.CacheSums.
 var cacheDeltaCols = []string{"cost_nanos", "nocache_cost_nanos", "unpriced_attempts"}
 
+// loadDeltaCols are the same for rollup_load_minute, from rollup.LoadSums; reprice_load keys them
+// by minute, org, series and fallback flag (loadDeltaKey).
+var (
+	loadDeltaCols = []string{"wasted_nanos", "unpriced_attempts"}
+	loadDeltaKey  = []string{"project_id", "bucket", "org", "series_id", "fallback"}
+)
+
 // chunkSQL writes the new costs of the chunk to attempts and adds, per rollup key, the difference
 // between the sums over the chunk's rows as they are now and as they were to the delta tables. $1
 // is the timezone of daily rollups. It returns the number of attempts updated.
@@ -84,7 +95,14 @@ var applySQL = append(append([]applyStmt{
 	buildApply("rollup_hourly", onShapes("reprice_hourly", rollup.Key, rollupDeltaCols, "d.bucket >= "+rollup.PrunedBeforeSQL),
 		rollup.Key, rollupDeltaCols, ""),
 	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
-}, narrowApply()...), cacheApply...)
+}, narrowApply()...), append(cacheApply, loadApply)...)
+
+// loadApply is the statement of applySQL for rollup_load_minute: reprice_load's deltas, each
+// series named by the provider, model, service and model stood in for that key the minutes.
+var loadApply = buildApply("rollup_load_minute", `(SELECT d.project_id, d.bucket, d.org, s.provider, s.model, s.service,
+		d.fallback, s.fallback_from, d.`+strings.Join(loadDeltaCols, ", d.")+`
+	FROM reprice_load d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
+	rollup.LoadKey, loadDeltaCols, "")
 
 // onShapes is the deltas of table (keyed by key, with the whole series) on the series' shapes, as
 // the shape-keyed rollups count them, of the rows where selects (aliased d): a FROM item.
@@ -193,22 +211,23 @@ func buildChunkSQL() string {
 		FROM reprice_chunk c
 		WHERE a.project_id = c.project_id AND a.attempt_id = c.attempt_id AND a.started_at = c.started_at
 		RETURNING a.project_id, a.started_at, a.series_id, a.fallback, a.status, a.error_class, a.prompt_hash,
-			a.cache_write_tokens, a.cache_read_tokens, a.client_cost_nanos, c.old_cost, c.old_nocache,
+			a.cache_write_tokens, a.cache_read_tokens, a.client_cost_nanos, a.org, c.old_cost, c.old_nocache,
 			a.cost_nanos AS new_cost, a.nocache_cost_nanos AS new_nocache
 	), v AS (
 		SELECT upd.project_id, upd.started_at, upd.series_id, upd.fallback, upd.status, upd.error_class,
 			upd.prompt_hash, upd.cache_write_tokens, upd.cache_read_tokens, upd.client_cost_nanos,
-			x.cost_nanos, x.nocache_cost_nanos, x.dir
+			coalesce(upd.org, '') AS org, x.cost_nanos, x.nocache_cost_nanos, x.dir
 		FROM upd CROSS JOIN LATERAL (VALUES (upd.new_cost, upd.new_nocache, 1), (upd.old_cost, upd.old_nocache, -1))
 			AS x (cost_nanos, nocache_cost_nanos, dir)
 	), hourly AS (%s
 	), daily AS (%s
 	), cache AS (%s
+	), load AS (%s
 	)
 	SELECT count(*) FROM upd`,
 		delta("reprice_hourly", rollup.HourBucketExpr, rollup.Key, rollupDeltaCols, rollup.Sums, ""),
 		delta("reprice_daily", rollup.DayBucketExpr("$1"), rollup.Key, rollupDeltaCols, rollup.Sums, ""),
-		cache)
+		cache, delta("reprice_load", rollup.MinuteBucketExpr, loadDeltaKey, loadDeltaCols, rollup.LoadSums, ""))
 }
 
 // buildApply builds table's statements for the deltas (a FROM item), on key. Every key with

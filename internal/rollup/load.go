@@ -10,8 +10,9 @@
 // model, service, fallback flag and the model a fallback stood in for (migration 00036): requests
 // (attempts: every HTTP attempt counts against a provider's request limit, retries and 429s
 // included), rate_limited (attempts answered 429 or classed rate_limited), input_tokens (all
-// input: uncached, cache writes and cache reads), output_tokens, the calls, failed attempts and
-// answers the incidents read minute by minute, and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
+// input: uncached, cache writes and cache reads), output_tokens, the calls, failed attempts,
+// answers, wasted cost (of the priced attempts that gave no answer) and unpriced attempts the
+// incidents read minute by minute, and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
 // X_remaining, X_limit (NULL when no attempt reported it). The lowest headroom is the smallest
 // remaining ÷ limit; of equal shares, the larger limit's (SQL headroom_below).
 //
@@ -56,6 +57,15 @@ var LoadSums = []Sum{
 	{"calls", "count(*) FILTER (WHERE attempt_no = 1)", func(a *Attempt) int64 { return flag(a.AttemptNo == 1) }},
 	{"failed", "count(*) FILTER (WHERE status = 'error')", func(a *Attempt) int64 { return flag(a.Status == "error") }},
 	{"answered", "count(*) FILTER (WHERE status = 'ok')", func(a *Attempt) int64 { return flag(a.Status == "ok") }},
+	// And what the incidents' wasted spend sums: the cost of the priced attempts that gave no
+	// answer, and the unpriced attempts (a reprice adjusts both).
+	{"wasted_nanos", "coalesce(sum(cost_nanos) FILTER (WHERE status <> 'ok'), 0)", func(a *Attempt) int64 {
+		if a.Status == "ok" {
+			return 0
+		}
+		return orZero(a.Cost)
+	}},
+	{"unpriced_attempts", "count(*) FILTER (WHERE cost_nanos IS NULL)", unpriced},
 }
 
 // RateLimitedWhere selects the attempts the provider refused for its rate limit.
