@@ -19,14 +19,7 @@ import (
 // requests and tokens sent and the lowest headroom reported per limit (rollup.LoadLimits order).
 var headroomSQL = fmt.Sprintf(`
 SELECT bucket, org, provider, model, service, requests, input_tokens, output_tokens, %s
-FROM rollup_load_minute WHERE project_id = $1 AND bucket >= $2 AND bucket < $3`,
-	strings.Join(func() []string {
-		var out []string
-		for _, l := range rollup.LoadLimits {
-			out = append(out, l+"_remaining", l+"_limit")
-		}
-		return out
-	}(), ", "))
+FROM rollup_load_minute WHERE project_id = $1 AND bucket >= $2 AND bucket < $3`, strings.Join(rollup.LoadPairCols, ", "))
 
 // loadMinute is one minute of one scope: what it sent and the lowest headroom of each limit.
 type loadMinute struct {

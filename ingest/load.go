@@ -37,16 +37,14 @@ type loadGroups struct {
 	rows  []loadRow
 }
 
-// loadOf sums b (all rows new) per UTC minute and load key, with local days in tz.
-func loadOf(b *batch, tz *time.Location) *loadGroups {
+// loadOf sums b (all rows new) per UTC minute and load key, with local days days (localDays).
+func loadOf(b *batch, days []int64) *loadGroups {
 	g := &loadGroups{index: map[loadKey]int{}}
 	var a rollup.Attempt
 	for i := range b.n {
-		t := b.started[i]
-		y, m, d := t.In(tz).Date()
-		k := loadKey{project: b.project[i], minute: t.Truncate(time.Minute).Unix(),
-			day: time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), provider: b.key[i].Provider, model: b.key[i].Model,
-			service: b.key[i].Service, fallback: b.fallback[i], fallbackFrom: b.key[i].FallbackFrom}
+		k := loadKey{project: b.project[i], minute: b.started[i].Truncate(time.Minute).Unix(), day: days[i],
+			provider: b.key[i].Provider, model: b.key[i].Model, service: b.key[i].Service, fallback: b.fallback[i],
+			fallbackFrom: b.key[i].FallbackFrom}
 		if o := b.org[i]; o != nil {
 			k.org = *o
 		}
@@ -58,11 +56,7 @@ func loadOf(b *batch, tz *time.Location) *loadGroups {
 			g.rows = append(g.rows, loadRow{sums: make([]int64, len(rollup.LoadSums))})
 		}
 		r := &g.rows[n]
-		a = rollup.Attempt{AttemptNo: b.attemptNo[i], Input: b.input[i], Output: b.output[i], CacheWrite: b.cw[i],
-			CacheRead: b.cr[i], ErrorClass: b.class[i], Status: b.status[i], Cost: b.cost[i]}
-		if s := b.httpStatus[i]; s != nil {
-			a.HTTPStatus = *s
-		}
+		a = b.attempt(i)
 		for c, s := range rollup.LoadSums {
 			r.sums[c] += s.Add(&a)
 		}

@@ -84,25 +84,46 @@ func (g *groups) add(k groupKey, contrib []int64, bucket int) {
 	}
 }
 
-// rollupGroups sums a batch (all rows new) into pending rollup rows, per UTC hour and local day,
-// and into cache groups. Days are local dates in tz: Go's t.In(tz) date equals PostgreSQL's
-// (t AT TIME ZONE tz)::date for the same zone rules.
-func rollupGroups(b *batch, tz *time.Location) (hourly, cache *groups) {
+// attempt is what the rollup sums read of row i (rollup.Sum.Add): the hourly, cache and load
+// groups all sum the same value.
+func (b *batch) attempt(i int) rollup.Attempt {
+	a := rollup.Attempt{AttemptNo: b.attemptNo[i], LatencyMS: b.latency[i], Input: b.input[i], Output: b.output[i],
+		CacheWrite: b.cw[i], CacheWrite1h: b.cw1h[i], CacheRead: b.cr[i], Reasoning: b.reasoning[i],
+		Cost: b.cost[i], NoCache: b.nocache[i], ClientCost: b.clientCost[i], UsageUnknown: b.usageUnknown[i],
+		ErrorClass: b.class[i], Status: b.status[i]}
+	if s := b.httpStatus[i]; s != nil {
+		a.HTTPStatus = *s
+	}
+	return a
+}
+
+// localDays are the local dates of the batch's rows in tz, as Unix seconds of their UTC midnight:
+// Go's t.In(tz) date equals PostgreSQL's (t AT TIME ZONE tz)::date for the same zone rules. The
+// hourly and the load groups both key rows by them; they are worked out once a batch.
+func localDays(b *batch, tz *time.Location) []int64 {
+	days := make([]int64, b.n)
+	for i := range b.n {
+		y, m, d := b.started[i].In(tz).Date()
+		days[i] = time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
+	}
+	return days
+}
+
+// rollupGroups sums a batch (all rows new) into pending rollup rows, per UTC hour and local day
+// (days: localDays), and into cache groups.
+func rollupGroups(b *batch, days []int64) (hourly, cache *groups) {
 	hourly, cache = newGroups(len(rollup.Sums)), newGroups(len(rollup.CacheSums))
 	// A row's contributions and latency bucket are worked out once, then added to its groups.
 	rc, cc := make([]int64, len(rollup.Sums)), make([]int64, len(rollup.CacheSums))
 	var a rollup.Attempt
 	for i := range b.n {
-		a = rollup.Attempt{AttemptNo: b.attemptNo[i], LatencyMS: b.latency[i], Input: b.input[i], Output: b.output[i],
-			CacheWrite: b.cw[i], CacheWrite1h: b.cw1h[i], CacheRead: b.cr[i], Reasoning: b.reasoning[i],
-			Cost: b.cost[i], NoCache: b.nocache[i], ClientCost: b.clientCost[i], UsageUnknown: b.usageUnknown[i]}
+		a = b.attempt(i)
 		for c, s := range rollup.Sums {
 			rc[c] = s.Add(&a)
 		}
 		t := b.started[i]
 		hour := t.Truncate(time.Hour).Unix()
-		y, m, d := t.In(tz).Date()
-		hourly.add(groupKey{project: b.project[i], bucket: hour, day: time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(),
+		hourly.add(groupKey{project: b.project[i], bucket: hour, day: days[i],
 			series: b.series[i], fallback: b.fallback[i], status: b.status[i], class: b.class[i]},
 			rc, latencyBucket(b.latency[i]))
 		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {

@@ -125,6 +125,6 @@ func BenchmarkRollupGroups(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		rollupGroups(bt, time.UTC)
+		rollupGroups(bt, localDays(bt, time.UTC))
 	}
 }

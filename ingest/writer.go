@@ -540,7 +540,7 @@ func (w *Writer) foldTx(ctx context.Context, fn func(context.Context, pgx.Tx) er
 }
 
 // raisePeaks raises the load peaks at the minutes the fold's chunks touched, once they are all
-// folded, rollup.RaiseChunk minutes a transaction.
+// folded, a bounded number of minutes a transaction (rollup.RaisePeaks).
 func (w *Writer) raisePeaks(ctx context.Context) error {
 	for more := true; more; {
 		if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
@@ -772,7 +772,8 @@ func (w *Writer) flush(ctx context.Context, jobs []*job) error {
 // exact path. Like insertExact, it commits nothing when the pool moved to another server since
 // epoch, when the batch's ids were looked up.
 func (w *Writer) insertFast(ctx context.Context, b *batch, epoch uint64) (stored bool, err error) {
-	hourly, cache := rollupGroups(b, w.opt.Timezone)
+	days := localDays(b, w.opt.Timezone)
+	hourly, cache := rollupGroups(b, days)
 	sqls := []string{copySQL, pendingRollupCopySQL}
 	if len(cache.keys) > 0 {
 		sqls = append(sqls, pendingCacheCopySQL)
@@ -783,7 +784,7 @@ func (w *Writer) insertFast(ctx context.Context, b *batch, epoch uint64) (stored
 	if len(cache.keys) > 0 {
 		msg = cache.appendCopy(msg, false)
 	}
-	msg = loadOf(b, w.opt.Timezone).appendCopy(msg)
+	msg = loadOf(b, days).appendCopy(msg)
 	defer putCommitBuf(buf, msg)
 	conn, err := w.st.Pool.Acquire(ctx)
 	if err != nil {

@@ -365,7 +365,7 @@ var (
 				}
 			}
 			p := narrowPlan(d.Keep, src, false)
-			if slices.Equal(d.Keep, []string{"tenant"}) {
+			if slices.Equal(d.Keep, rollup.SpendKeep) {
 				p.cost = spendCostSQL
 			}
 			switch {

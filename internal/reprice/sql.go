@@ -97,8 +97,8 @@ var applySQL = append(append([]applyStmt{
 	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
 }, narrowApply()...), append(cacheApply, loadApply)...)
 
-// loadApply is the statement of applySQL for rollup_load_minute: reprice_load's deltas, each
-// series named by the provider, model, service and model stood in for that key the minutes.
+// loadApply is the statement of applySQL for rollup_load_minute: reprice_load's deltas on the
+// rollup's key, each series replaced by its provider, model, service and fallback_from.
 var loadApply = buildApply("rollup_load_minute", `(SELECT d.project_id, d.bucket, d.org, s.provider, s.model, s.service,
 		d.fallback, s.fallback_from, d.`+strings.Join(loadDeltaCols, ", d.")+`
 	FROM reprice_load d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,

@@ -12,8 +12,8 @@
 // included), rate_limited (attempts answered 429 or classed rate_limited), input_tokens (all
 // input: uncached, cache writes and cache reads), output_tokens, the calls, failed attempts,
 // answers, wasted cost (of the priced attempts that gave no answer) and unpriced attempts the
-// incidents read minute by minute, and for each limit (LoadLimits) the lowest headroom reported in the minute as the pair
-// X_remaining, X_limit (NULL when no attempt reported it). The lowest headroom is the smallest
+// incidents read minute by minute, and for each limit (LoadLimits) the lowest headroom reported
+// in the minute as the pair X_remaining, X_limit (NULL when no attempt reported it). The lowest headroom is the smallest
 // remaining ÷ limit; of equal shares, the larger limit's (SQL headroom_below).
 //
 // rollup_load_peaks holds, per project, local day and group of every grouping of org, provider,
@@ -34,6 +34,7 @@ package rollup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -79,14 +80,12 @@ var LoadLimits = []string{"requests", "tokens", "input_tokens", "output_tokens"}
 // MinuteBucketExpr is the UTC minute of an attempt.
 const MinuteBucketExpr = "date_trunc('minute', started_at, 'UTC')"
 
+// LoadPairCols are rollup_load_minute's headroom columns: each limit's remaining and limit, in
+// LoadLimits order.
+var LoadPairCols = pairCols("")
+
 // LoadCols are rollup_load_minute's columns after the key: the sums, then each limit's pair.
-var LoadCols = func() []string {
-	var out []string
-	for _, s := range LoadSums {
-		out = append(out, s.Col)
-	}
-	return append(out, pairCols("")...)
-}()
+var LoadCols = slices.Concat(Cols(LoadSums), LoadPairCols)
 
 // pairCols are the headroom pair columns, each prefixed.
 func pairCols(prefix string) []string {

@@ -11,7 +11,7 @@ import (
 )
 
 // Raising the load peaks: a fold's chunks note the minutes they touched (pending_load_touched);
-// RaisePeaks takes RaiseChunk of them at a time, reads their load rows, sums every grouping of
+// RaisePeaks takes raiseChunk of them at a time, reads their load rows, sums every grouping of
 // org, provider, model and service per minute in Go, and offers each group's busiest minutes and
 // lowest headroom to rollup_load_peaks, which keeps what passes. Summing the sixteen groupings in
 // SQL (GROUP BY CUBE) cost more than the rest of a backfill's fold together: on a week's backfill
@@ -41,10 +41,10 @@ func (h Headroom) Below(o Headroom) bool {
 	return h.Limit > o.Limit
 }
 
-// RaiseChunk is how many touched minutes RaisePeaks recounts at a time: on a ledger of many
+// raiseChunk is how many touched minutes RaisePeaks recounts at a time: on a ledger of many
 // services and models a minute holds a few hundred load rows, so a chunk is a bounded piece of
 // work, and the peaks of a backfill of any size are raised in bounded steps.
-const RaiseChunk = 240
+const raiseChunk = 240
 
 // takeTouchedSQL removes up to $1 of the touched minutes, the earliest first, and returns them.
 const takeTouchedSQL = `DELETE FROM pending_load_touched WHERE (project_id, bucket) IN (
@@ -79,7 +79,7 @@ var raisePeaksSQL = func() string {
 	}
 	types := []string{"int8", "int2", "date", "text", "text", "text", "text",
 		"int8", "timestamptz", "int8", "int8", "timestamptz", "int8", "timestamptz", "int8", "timestamptz"}
-	for range pairCols("") {
+	for range LoadPairCols {
 		types = append(types, "int8")
 	}
 	params := make([]string, len(types))
@@ -95,7 +95,7 @@ var raisePeaksSQL = func() string {
 		Ordinals(len(peakKey)), strings.Join(peakSet, ", "), strings.Join(raised, " OR "))
 }()
 
-// RaisePeaks raises the load peaks at up to RaiseChunk of the minutes the folds' chunks touched,
+// RaisePeaks raises the load peaks at up to raiseChunk of the minutes the folds' chunks touched,
 // after waiting for any other fold to finish (it takes the fold lock for the rest of tx), and
 // returns how many peak rows it wrote and whether minutes are left for another call. A fold calls
 // it, each call in a transaction of its own, once its chunks reach the end of the pending tables.
@@ -103,7 +103,7 @@ func RaisePeaks(ctx context.Context, tx pgx.Tx) (wrote int64, more bool, err err
 	if err := lockFold(ctx, tx); err != nil {
 		return 0, false, err
 	}
-	rows, err := tx.Query(ctx, takeTouchedSQL, RaiseChunk)
+	rows, err := tx.Query(ctx, takeTouchedSQL, raiseChunk)
 	if err != nil {
 		return 0, false, fmt.Errorf("take touched load minutes: %w", err)
 	}
@@ -144,7 +144,7 @@ func RaisePeaks(ctx context.Context, tx pgx.Tx) (wrote int64, more bool, err err
 	if err := tx.QueryRow(ctx, raisePeaksSQL, p.args()...).Scan(&wrote); err != nil {
 		return 0, false, fmt.Errorf("raise load peaks: %w", err)
 	}
-	return wrote, len(projects) == RaiseChunk, nil
+	return wrote, len(projects) == raiseChunk, nil
 }
 
 // loadRow is a rollup_load_minute row as RaisePeaks reads it, with the minute's local day.

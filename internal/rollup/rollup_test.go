@@ -72,7 +72,7 @@ func TestHeadroomBelow(t *testing.T) {
 		{"any below none", Headroom{999, 1000}, none, true},
 		{"none never below", none, Headroom{0, 10}, false},
 		{"none against none", none, none, false},
-		// 1e12-1 of 1e12 against 1e12-2 of 1e12-1: the shares differ by 1e-24, beyond a float64.
+		// 1e12-2 of 1e12-1 against 1e12-1 of 1e12: the shares differ by 1e-24, beyond a float64.
 		{"exact beyond float", Headroom{999_999_999_998, 999_999_999_999}, Headroom{999_999_999_999, 1_000_000_000_000}, true},
 	} {
 		if got := c.h.Below(c.o); got != c.want {

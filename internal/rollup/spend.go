@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -34,8 +35,12 @@ func spendBlockOf(day, span string) string {
 	return fmt.Sprintf("%[1]s - (((%[1]s - date '2000-01-01') %% %[2]s + %[2]s) %% %[2]s)", day, span)
 }
 
-// SpendKey is rollup_tenant_spend's primary key.
-var SpendKey = []string{"project_id", "span", "bucket", "tenant"}
+// SpendKeep are the series columns rollup_tenant_spend keeps: the narrow daily rollup keeping
+// just these has its cost in spend blocks too. SpendKey is the table's primary key.
+var (
+	SpendKeep = []string{"tenant"}
+	SpendKey  = slices.Concat([]string{"project_id", "span", "bucket"}, SpendKeep)
+)
 
 // SpendFrom is the SELECT of rollup_tenant_spend rows (SpendKey, cost_nanos) from rows r of daily
 // sums (project_id, bucket: the local day, cost_nanos) with their tenant in the expression tenant,
