@@ -15,9 +15,12 @@ import (
 
 // NewClient returns the HTTP client receivers share: it never follows redirects (a redirect could
 // carry a secret URL elsewhere, and is answered as a failure) and bounds each request by timeout.
+// It has its own transport: on http.DefaultTransport, anything else in the process that closes
+// idle connections (httptest.Server.Close does) can break a delivery that is just dialing.
 func NewClient(timeout time.Duration) *http.Client {
 	return &http.Client{
-		Timeout: timeout,
+		Transport: http.DefaultTransport.(*http.Transport).Clone(),
+		Timeout:   timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
