@@ -54,10 +54,14 @@ type IncidentParams struct {
 	// minute is less than Gap before now is still open.
 	Gap time.Duration
 	// RecoveryWindow is the window recovery is judged on, RecoveryShare the share of its calls
-	// that must get an answer, RecoveryLimit how long after the end it is looked for.
+	// that must get an answer by an attempt that began at most RecoveryReach after the window,
+	// RecoveryLimit how long after the end it is looked for, RecoveryFirst how far the first read
+	// goes (the rest is read only for the incidents not recovered by then).
 	RecoveryWindow time.Duration
 	RecoveryShare  float64
+	RecoveryReach  time.Duration
 	RecoveryLimit  time.Duration
+	RecoveryFirst  time.Duration
 	// CacheMinCalls is the fewest cache-writing calls a cache_broken incident holds.
 	CacheMinCalls int64
 	// SpendFactor, SpendDays and MinExtraSpend: an hour is a spike when its spend passes
@@ -73,7 +77,8 @@ var DefaultIncidentParams = IncidentParams{
 	ErrorFloor: 0.2, ErrorFactor: 3, MinFailed: 10,
 	StormAttempts: 2, MinExtra: 10, StormAnswered: 0.1, MinFallbacks: 5,
 	Gap:            2 * time.Minute,
-	RecoveryWindow: 10 * time.Second, RecoveryShare: 0.95, RecoveryLimit: 30 * time.Minute,
+	RecoveryWindow: 10 * time.Second, RecoveryShare: 0.95, RecoveryReach: time.Minute,
+	RecoveryLimit: 30 * time.Minute, RecoveryFirst: 30 * time.Second,
 	CacheMinCalls: DefaultMinCalls,
 	SpendFactor:   3, SpendDays: 7, MinExtraSpend: 1_000_000_000,
 }
@@ -107,8 +112,8 @@ type Incident struct {
 	ExtraUSD  *money.Nanos `json:"extra_usd"`
 	// RecoverySeconds, once a model's incident is over, is the time from its end to the start of
 	// the first RecoveryWindow (counted from the end, windows without calls skipped) in which
-	// RecoveryShare of the calls that began got an answer; nil while open, or not found within
-	// RecoveryLimit.
+	// RecoveryShare of the calls that began got an answer from an attempt that began at most
+	// RecoveryReach after the window; nil while open, or not found within RecoveryLimit.
 	RecoverySeconds *int64 `json:"recovery_seconds"`
 }
 

@@ -22,23 +22,29 @@ const modelMinutesSQL = `SELECT r.bucket, r.provider, r.model, r.fallback, r.fal
 		AND r.bucket < w.hi OFFSET 0) r
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
 
-// recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @untils, @providers,
-// @models), per RecoveryWindow (@window seconds) from its end up to its until, the logical calls of
-// its model that began in it (their first attempt) and how many of them got an answer, from the
-// model or a fallback standing in for it. Each incident's attempts are read by their own range
-// scan (OFFSET 0, as in modelMinutesSQL).
+// recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @los, @his, @wends,
+// @providers, @models), per RecoveryWindow (@window seconds) from its end e, the logical calls of
+// its model that began in [lo, wend) (their first attempt) and how many of them got an answer, from
+// the model or a fallback standing in for it, by an attempt that began at most RecoveryReach
+// (@reach seconds) after the window's end. Attempts are read from [lo, hi), hi being wend and the
+// reach (or now): a call that began before lo is another read's. Each incident's attempts are read
+// by their own range scan (OFFSET 0, as in modelMinutesSQL).
 const recoverySQL = `WITH c AS (
-		SELECT w.i, w.e, a.request_id, min(a.started_at) FILTER (WHERE a.attempt_no = 1 AND NOT a.fallback) AS t0,
-			bool_or(a.status = 'ok') AS ok
-		FROM unnest(@idx::int4[], @ends::timestamptz[], @untils::timestamptz[], @providers::text[], @models::text[]) w(i, e, u, provider, model)
-		CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.project_id = @project AND a.started_at >= w.e AND a.started_at < w.u
+		SELECT w.i, w.e, w.wend, a.request_id, min(a.started_at) FILTER (WHERE a.attempt_no = 1 AND NOT a.fallback) AS t0,
+			min(a.started_at) FILTER (WHERE a.status = 'ok') AS answered
+		FROM unnest(@idx::int4[], @ends::timestamptz[], @los::timestamptz[], @his::timestamptz[], @wends::timestamptz[],
+			@providers::text[], @models::text[]) w(i, e, lo, hi, wend, provider, model)
+		CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.project_id = @project AND a.started_at >= w.lo AND a.started_at < w.hi
 			OFFSET 0) a
 		JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id
 		WHERE (s.provider = w.provider AND s.model = w.model AND NOT a.fallback) OR (a.fallback AND s.fallback_from = w.model)
-		GROUP BY 1, 2, 3
+		GROUP BY 1, 2, 3, 4
+	), n AS (
+		SELECT i, e, answered, floor(extract(epoch FROM t0 - e) / @window)::int8 AS win FROM c WHERE t0 < wend
 	)
-	SELECT i, floor(extract(epoch FROM t0 - e) / @window)::int8, count(*), count(*) FILTER (WHERE ok)
-	FROM c WHERE t0 IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2`
+	SELECT i, win, count(*),
+		count(*) FILTER (WHERE answered < e + make_interval(secs => (win + 1) * @window + @reach))
+	FROM n GROUP BY 1, 2 ORDER BY 1, 2`
 
 // hourlyModels is the hourly summary of [from, to) by provider and model (fallback traffic apart),
 // read in ranges Summary allows.
@@ -338,45 +344,80 @@ func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64,
 }
 
 // recoveries sets the recovery time (RecoverySeconds) of each ended incident of list, looked for
-// up to RecoveryLimit after its end and never past now, with one statement for all.
+// up to RecoveryLimit after its end and never past now. Most incidents recover within minutes, so
+// the first read covers RecoveryFirst after each end, and only the incidents it leaves without a
+// recovery are read on to RecoveryLimit: a call counts where it began, and as answered only by an
+// attempt within RecoveryReach of its window, so the two reads decide each window alike.
 func (s *Service) recoveries(ctx context.Context, project int64, list []Incident, now time.Time, p IncidentParams) error {
-	var (
-		idx              []int32
-		ends, untils     []time.Time
-		providers, names []string
-	)
+	var open []int
 	for i, in := range list {
-		if in.EndedAt == nil {
+		if in.EndedAt != nil {
+			open = append(open, i)
+		}
+	}
+	// The first read ends on a window's end, so that no window is split between the two.
+	first := (p.RecoveryFirst + p.RecoveryWindow - 1).Truncate(p.RecoveryWindow)
+	for _, span := range [][2]time.Duration{{0, first}, {first, p.RecoveryLimit}} {
+		if len(open) == 0 {
+			return nil
+		}
+		var err error
+		if open, err = s.recoveryRead(ctx, project, list, open, span[0], span[1], now, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoveryRead looks for the recovery of the incidents at the indices open of list among the
+// calls that began from lo to hi after each one's end (and before now), with recoverySQL, and
+// returns the indices of those whose recovery it did not find.
+func (s *Service) recoveryRead(ctx context.Context, project int64, list []Incident, open []int, lo, hi time.Duration, now time.Time, p IncidentParams) ([]int, error) {
+	var (
+		idx                   []int32
+		ends, los, his, wends []time.Time
+		providers, names      []string
+		left                  []int
+	)
+	for _, i := range open {
+		in := list[i]
+		from, wend := in.EndedAt.Add(lo), in.EndedAt.Add(min(hi, p.RecoveryLimit))
+		if wend.After(now) {
+			wend = now
+		}
+		if !from.Before(wend) {
 			continue
 		}
-		until := in.EndedAt.Add(p.RecoveryLimit)
-		if until.After(now) {
-			until = now
+		left = append(left, i)
+		idx, ends, los, wends = append(idx, int32(i)), append(ends, *in.EndedAt), append(los, from), append(wends, wend)
+		read := wend.Add(p.RecoveryReach)
+		if read.After(now) {
+			read = now
 		}
-		idx, ends, untils = append(idx, int32(i)), append(ends, *in.EndedAt), append(untils, until)
+		his = append(his, read)
 		providers, names = append(providers, in.Provider), append(names, in.Model)
 	}
 	if len(idx) == 0 {
-		return nil
+		return nil, nil
 	}
 	window := int64(p.RecoveryWindow / time.Second)
 	var (
 		i        int32
 		w, calls int64
-		ok       int64
+		answered int64
 	)
-	args := map[string]any{"project": project, "idx": idx, "ends": ends, "untils": untils, "providers": providers,
-		"models": names, "window": window}
-	err := s.read(ctx, recoverySQL, args, []any{&i, &w, &calls, &ok}, func() error {
+	args := map[string]any{"project": project, "idx": idx, "ends": ends, "los": los, "his": his, "wends": wends,
+		"providers": providers, "models": names, "window": window, "reach": int64(p.RecoveryReach / time.Second)}
+	err := s.read(ctx, recoverySQL, args, []any{&i, &w, &calls, &answered}, func() error {
 		in := &list[i]
-		if in.RecoverySeconds == nil && calls > 0 && float64(ok) >= p.RecoveryShare*float64(calls) {
+		if in.RecoverySeconds == nil && calls > 0 && float64(answered) >= p.RecoveryShare*float64(calls) {
 			sec := w * window
 			in.RecoverySeconds = &sec
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("incident recovery: %w", err)
+		return nil, fmt.Errorf("incident recovery: %w", err)
 	}
-	return nil
+	return slices.DeleteFunc(left, func(i int) bool { return list[i].RecoverySeconds != nil }), nil
 }

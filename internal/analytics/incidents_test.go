@@ -145,3 +145,91 @@ func TestIncidents(t *testing.T) {
 		t.Errorf("up to 09:00: %s, want the first cache break", js(early.Incidents))
 	}
 }
+
+// TestIncidentRecovery checks the recovery time of an outage of sonnet from 10:00 to 10:10 (every
+// call failed), with 10 calls every 10 s, by what the calls after 10:10 did: a call counts in the
+// 10-second window it began in, answered when an attempt of it that began within a minute of the
+// window's end got an answer, and recovery is the first window with 95% of its calls answered.
+func TestIncidentRecovery(t *testing.T) {
+	t.Parallel()
+	base := day(2026, 10, 5, 10, time.UTC)
+	end := base.Add(10 * time.Minute)
+	cases := []struct {
+		name string
+		// after is what a call that began at t0 (the k-th of its window) did after the outage: its
+		// attempts' delays from t0 and whether each succeeded.
+		after func(t0 time.Time, k int) []attempt
+		want  *int64
+	}{
+		{"at once", func(time.Time, int) []attempt { return []attempt{{0, true}} }, i64(0)},
+		// One call of each window fails until 10:13 (10% of each minute: no longer an incident),
+		// so the windows pass from 10:13 on: beyond the first read's two minutes.
+		{"after three minutes", func(t0 time.Time, k int) []attempt {
+			return []attempt{{0, k > 0 || !t0.Before(end.Add(3*time.Minute))}}
+		}, i64(180)},
+		// The calls of 10:10:00 fail once and are answered by a retry 30 s later: within a minute
+		// of their window's end, so that window counts.
+		{"retried within the reach", func(t0 time.Time, _ int) []attempt {
+			if t0.Equal(end) {
+				return []attempt{{0, false}, {30 * time.Second, true}}
+			}
+			return []attempt{{0, true}}
+		}, i64(0)},
+		// Retried 90 s later, past the reach: 10:10:00 is not recovered, 10:10:10 is.
+		{"retried past the reach", func(t0 time.Time, _ int) []attempt {
+			if t0.Equal(end) {
+				return []attempt{{0, false}, {90 * time.Second, true}}
+			}
+			return []attempt{{0, true}}
+		}, i64(10)},
+		// Never 95% within the 30 minutes looked at: no recovery time.
+		{"not within the limit", func(_ time.Time, k int) []attempt { return []attempt{{0, k > 0}} }, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLedger(t, time.UTC)
+			p := l.project("acme")
+			var recs []schema.Attempt
+			for t0 := base.Add(-30 * time.Minute); t0.Before(base.Add(50 * time.Minute)); t0 = t0.Add(10 * time.Second) {
+				for k := range 10 {
+					id := fmt.Sprintf("c%d-%d", t0.Unix(), k)
+					at := t0.Add(time.Duration(k) * 100 * time.Millisecond)
+					switch {
+					case t0.Before(base):
+						recs = append(recs, newRec(at, "sonnet").request(id, 1).tokens(100, 0).done())
+					case t0.Before(end):
+						recs = append(recs, newRec(at, "sonnet").request(id, 1).tokens(100, 0).fail(schema.ErrorServer).done())
+					default:
+						for no, a := range c.after(t0, k) {
+							r := newRec(at.Add(a.delay), "sonnet").request(id, no+1).tokens(100, 0)
+							if !a.ok {
+								r = r.fail(schema.ErrorServer)
+							}
+							recs = append(recs, r.done())
+						}
+					}
+				}
+			}
+			l.add(p, recs...)
+			got, err := l.service(base.Add(55*time.Minute)).Incidents(context.Background(), analytics.Filter{ProjectID: p,
+				From: day(2026, 10, 5, 0, time.UTC), To: day(2026, 10, 6, 0, time.UTC)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Incidents) != 1 || got.Incidents[0].EndedAt == nil || !got.Incidents[0].EndedAt.Equal(end) {
+				t.Fatalf("want one incident ended at 10:10: %s", js(got.Incidents))
+			}
+			if g := got.Incidents[0].RecoverySeconds; js(g) != js(c.want) {
+				t.Errorf("recovery after %s s, want %s", js(g), js(c.want))
+			}
+		})
+	}
+}
+
+// attempt is one attempt of a call in TestIncidentRecovery: when it began after the call, and
+// whether it succeeded.
+type attempt struct {
+	delay time.Duration
+	ok    bool
+}
