@@ -356,7 +356,7 @@ func (s *Service) recoveries(ctx context.Context, project int64, list []Incident
 		}
 	}
 	// The first read ends on a window's end, so that no window is split between the two.
-	first := (p.RecoveryFirst + p.RecoveryWindow - 1).Truncate(p.RecoveryWindow)
+	first := min((p.RecoveryFirst + p.RecoveryWindow - 1).Truncate(p.RecoveryWindow), p.RecoveryLimit)
 	for _, span := range [][2]time.Duration{{0, first}, {first, p.RecoveryLimit}} {
 		if len(open) == 0 {
 			return nil
@@ -381,7 +381,7 @@ func (s *Service) recoveryRead(ctx context.Context, project int64, list []Incide
 	)
 	for _, i := range open {
 		in := list[i]
-		from, wend := in.EndedAt.Add(lo), in.EndedAt.Add(min(hi, p.RecoveryLimit))
+		from, wend := in.EndedAt.Add(lo), in.EndedAt.Add(hi)
 		if wend.After(now) {
 			wend = now
 		}

@@ -45,6 +45,16 @@ func loadSynth(tb testing.TB, n int, now time.Time) synthLedger {
 		project: res.Projects[0].ID, tz: tz, now: now}
 }
 
+// firstSeries scans the columns cols of the first of the ledger's series that where (a condition,
+// then its ORDER BY) picks into dst.
+func (l synthLedger) firstSeries(t *testing.T, cols, where string, dst ...any) {
+	t.Helper()
+	if err := l.st.Pool.QueryRow(context.Background(), `SELECT `+cols+` FROM series WHERE project_id = $1 AND `+where+` LIMIT 1`,
+		l.project).Scan(dst...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rollupKey renders a group's key as rawKeys does.
 func rollupKey(k analytics.Key) string {
 	model := ""
@@ -134,11 +144,8 @@ func TestRollupsMatchRaw(t *testing.T) {
 	t.Run("plans agree", func(t *testing.T) {
 		t.Parallel()
 		var model, provider, service, operation, tenant string
-		if err := l.st.Pool.QueryRow(ctx, `SELECT model, provider, service, operation, tenant FROM series
-			WHERE project_id = $1 AND fallback_from = '' ORDER BY model, service, tenant DESC LIMIT 1`, l.project).Scan(
-			&model, &provider, &service, &operation, &tenant); err != nil {
-			t.Fatal(err)
-		}
+		l.firstSeries(t, "model, provider, service, operation, tenant", "fallback_from = '' ORDER BY model, service, tenant DESC",
+			&model, &provider, &service, &operation, &tenant)
 		ranges := [][2]time.Time{{}, {now.AddDate(0, 0, -12).Add(-7 * time.Hour), now.Add(-2 * time.Hour)},
 			{time.Date(2026, 10, 10, 0, 0, 0, 0, l.tz), time.Date(2026, 11, 2, 0, 0, 0, 0, l.tz)}}
 		filters := []analytics.Filter{{}, {Model: model}, {Provider: provider}, {Model: model, Provider: provider},
@@ -167,15 +174,13 @@ func TestRollupsMatchRaw(t *testing.T) {
 			}
 		}
 	})
-	// Minutes are added up in Go from the raw attempts; the same hours from the rollups give the
-	// same totals, percentiles and calls by attempts included, for any grouping and filter.
+	// Minutes are counted from the raw attempts by SQL of their own (rollup.RawRowsSQL and
+	// RawHistSQL); the same hours from the rollups give the same totals, percentiles and calls by
+	// attempts included, for any grouping and filter.
 	t.Run("minutes agree with hours", func(t *testing.T) {
 		t.Parallel()
 		var model, tenant string
-		if err := l.st.Pool.QueryRow(ctx, `SELECT model, tenant FROM series WHERE project_id = $1 AND tenant <> ''
-			ORDER BY model, tenant LIMIT 1`, l.project).Scan(&model, &tenant); err != nil {
-			t.Fatal(err)
-		}
+		l.firstSeries(t, "model, tenant", "tenant <> '' ORDER BY model, tenant", &model, &tenant)
 		to := now.Truncate(time.Hour)
 		for _, f := range []analytics.Filter{{}, {Model: model}, {Tenant: tenant}, {WithAttempts: true}} {
 			for _, g := range [][]string{{"minute"}, {"minute", "model"}, {"minute", "tenant", "service"}} {
@@ -200,10 +205,7 @@ func TestRollupsMatchRaw(t *testing.T) {
 	t.Run("top", func(t *testing.T) {
 		t.Parallel()
 		var model, service string
-		if err := l.st.Pool.QueryRow(ctx, `SELECT model, service FROM series WHERE project_id = $1 AND tenant <> ''
-			ORDER BY model, service LIMIT 1`, l.project).Scan(&model, &service); err != nil {
-			t.Fatal(err)
-		}
+		l.firstSeries(t, "model, service", "tenant <> '' ORDER BY model, service", &model, &service)
 		for _, f := range []analytics.Filter{{}, {Model: model}, {Service: service},
 			{From: now.AddDate(0, 0, -30), To: now}, {From: now.Add(-5 * time.Hour), To: now, Model: model}} {
 			for _, dim := range []string{"tenant", "service", "operation", "model", "day"} {
