@@ -164,12 +164,13 @@ var (
 	colOutput      = Index(LoadSums, "output_tokens")
 )
 
-// peakGroup is a rollup_load_peaks key: the names a grouping does not keep are empty.
+// peakGroup is a rollup_load_peaks key, its names as numbered by peaks.intern: 0 is the empty
+// name, which also stands for a name the grouping does not keep.
 type peakGroup struct {
 	project int64
-	keep    int16
 	day     int64 // Unix seconds of the local date at UTC midnight
-	names   [4]string
+	keep    int16
+	names   [4]int32
 }
 
 // busiest is a count's busiest minute: the largest count, then the earliest minute.
@@ -188,16 +189,23 @@ func (b *busiest) offer(n, at, also int64) {
 // peak is what RaisePeaks finds for one group: the busiest minute by requests (with its 429s),
 // input, output and total tokens, and the lowest headroom of each of LoadLimits.
 type peak struct {
+	group                           peakGroup
 	requests, input, output, tokens busiest
 	lowest                          []Headroom
 }
 
-// peaks sums the load rows of the touched minutes per group of every grouping (sums, per group and
-// minute) and keeps each group's peak.
+// peaks sums the load rows of the touched minutes per group of every grouping (per group and
+// minute) and keeps each group's peak. A row counts into sixteen groups, so the groups are keyed
+// by numbers standing for the names, not by the names (hashing four strings sixteen times a row
+// took most of a backfill's raise), and the sums lie in one slab.
 type peaks struct {
-	sums  map[groupMinute][]int64
-	found map[peakGroup]*peak
-	order []peakGroup
+	ids   [4]map[string]int32 // a name's number, per position (org, provider, model, service)
+	names [4][]string         // the names by number
+	sums  map[groupMinute]int // where a group's minute sums start in slab
+	slab  []int64
+	found map[peakGroup]int // the group's index in list
+	list  []peak
+	low   []Headroom // the row's headroom, reused
 }
 
 type groupMinute struct {
@@ -205,41 +213,68 @@ type groupMinute struct {
 	minute int64
 }
 
+// intern numbers the name at position i, the empty name 0.
+func (p *peaks) intern(i int, name string) int32 {
+	if name == "" {
+		return 0
+	}
+	id, ok := p.ids[i][name]
+	if !ok {
+		id = int32(len(p.names[i]))
+		p.ids[i][name] = id
+		p.names[i] = append(p.names[i], name)
+	}
+	return id
+}
+
 // add counts r into every grouping: keep has a bit per name kept, org 8, provider 4, model 2,
 // service 1, as rollup_load_peaks' keep column.
 func (p *peaks) add(r *loadRow) {
 	if p.sums == nil {
-		p.sums, p.found = map[groupMinute][]int64{}, map[peakGroup]*peak{}
+		p.sums, p.found = map[groupMinute]int{}, map[peakGroup]int{}
+		for i := range p.ids {
+			p.ids[i], p.names[i] = map[string]int32{}, []string{""}
+		}
+		p.low = make([]Headroom, len(r.pairs))
 	}
-	low := make([]Headroom, len(r.pairs))
 	for i, pr := range r.pairs {
+		p.low[i] = Headroom{}
 		if pr[0] != nil && pr[1] != nil {
-			low[i] = Headroom{*pr[0], *pr[1]}
+			p.low[i] = Headroom{*pr[0], *pr[1]}
 		}
 	}
+	var ids [4]int32
+	for i, n := range r.names {
+		ids[i] = p.intern(i, n)
+	}
+	minute, width := r.bucket.Unix(), len(r.sums)
 	for keep := range int16(16) {
-		g := peakGroup{project: r.project, keep: keep, day: r.day.Unix()}
-		for i := range r.names {
+		g := peakGroup{project: r.project, day: r.day.Unix(), keep: keep}
+		for i := range ids {
 			if keep&(8>>i) != 0 {
-				g.names[i] = r.names[i]
+				g.names[i] = ids[i]
 			}
 		}
-		k := groupMinute{g, r.bucket.Unix()}
-		s := p.sums[k]
-		if s == nil {
-			s = make([]int64, len(r.sums))
-			p.sums[k] = s
+		k := groupMinute{g, minute}
+		at, ok := p.sums[k]
+		if !ok {
+			at = len(p.slab)
+			p.sums[k] = at
+			p.slab = append(p.slab, r.sums...)
+		} else {
+			s := p.slab[at : at+width]
+			for i, v := range r.sums {
+				s[i] += v
+			}
 		}
-		for i, v := range r.sums {
-			s[i] += v
+		n, ok := p.found[g]
+		if !ok {
+			n = len(p.list)
+			p.found[g] = n
+			p.list = append(p.list, peak{group: g, lowest: make([]Headroom, len(p.low))})
 		}
-		pk := p.found[g]
-		if pk == nil {
-			pk = &peak{lowest: make([]Headroom, len(low))}
-			p.found[g] = pk
-			p.order = append(p.order, g)
-		}
-		for i, h := range low {
+		pk := &p.list[n]
+		for i, h := range p.low {
 			if h.Below(pk.lowest[i]) {
 				pk.lowest[i] = h
 			}
@@ -250,14 +285,15 @@ func (p *peaks) add(r *loadRow) {
 // args are raisePeaksSQL's arrays: each group's busiest minutes, from the minute sums, and its
 // lowest headroom.
 func (p *peaks) args() []any {
-	for k, s := range p.sums {
-		pk := p.found[k.g]
+	width := len(LoadSums)
+	for k, at := range p.sums {
+		s, pk := p.slab[at:at+width], &p.list[p.found[k.g]]
 		pk.requests.offer(s[colRequests], k.minute, s[colRateLimited])
 		pk.input.offer(s[colInput], k.minute, 0)
 		pk.output.offer(s[colOutput], k.minute, 0)
 		pk.tokens.offer(s[colInput]+s[colOutput], k.minute, 0)
 	}
-	n := len(p.order)
+	n := len(p.list)
 	var (
 		projects                                 = make([]int64, n)
 		keeps                                    = make([]int16, n)
@@ -274,11 +310,11 @@ func (p *peaks) args() []any {
 		pairs[i] = make([]*int64, n)
 	}
 	at := func(b busiest) time.Time { return time.Unix(b.at, 0).UTC() }
-	for i, g := range p.order {
-		pk := p.found[g]
+	for i := range p.list {
+		pk, g := &p.list[i], p.list[i].group
 		projects[i], keeps[i], days[i] = g.project, g.keep, time.Unix(g.day, 0).UTC()
 		for j := range names {
-			names[j][i] = g.names[j]
+			names[j][i] = p.names[j][g.names[j]]
 		}
 		requests[i], requestsAt[i], rateLimited[i] = pk.requests.n, at(pk.requests), pk.requests.also
 		input[i], inputAt[i] = pk.input.n, at(pk.input)
