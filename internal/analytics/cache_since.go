@@ -3,7 +3,7 @@ package analytics
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/ledgerd/ledgerd/money"
@@ -17,57 +17,81 @@ import (
 // at their mean cost, rounded down to the nano-dollar); never read back, beyond what they would
 // have cost without caching.
 
-// cacheSinceSQL reads rollup_cache_hourly over [@from, @to) per hour, for each prompt hash and for
-// each model as a whole (prompt_hash NULL: every hash and the single-use row together), and
-// returns per prefix whose tail since its last read (or since its first hour) holds writes: the
-// hour it broke, the last hour it was read back (NULL: never), and the calls, cache-writing calls,
-// cost, no-cache cost and unpriced calls since it broke, with the calls, cost and unpriced calls
-// of the hours before in which it was read back. Prefixes are keyed as cacheHashSQL keys them.
-var cacheSinceSQL = func() string {
-	sums := func(filter string) string {
-		var out []string
-		for _, c := range []string{"calls", "cache_write_calls", "cost_nanos", "nocache_cost_nanos", "unpriced_attempts"} {
-			out = append(out, fmt.Sprintf("sum8(%s) FILTER (WHERE %s)", c, filter))
-		}
-		return strings.Join(out, ", ")
-	}
-	cols := "calls, cache_write_calls, cache_read_calls, cost_nanos, nocache_cost_nanos, unpriced_attempts"
-	var summed []string
-	for _, c := range strings.Split(cols, ", ") {
-		summed = append(summed, fmt.Sprintf("sum8(%[1]s) AS %[1]s", c))
-	}
-	return `WITH m AS (` + cacheShapesSQL + `), h AS MATERIALIZED (
-		SELECT m.model_id, c.fallback, c.prompt_hash, c.bucket, ` + strings.Join(summed, ", ") + `
-		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
-		WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to
-		GROUP BY 1, 2, 3, 4
-	), g AS (
-		SELECT model_id, fallback, prompt_hash AS hash, bucket, ` + cols + ` FROM h WHERE prompt_hash <> ''
-		UNION ALL
-		SELECT model_id, fallback, NULL, bucket, ` + strings.Join(summed, ", ") + ` FROM h GROUP BY 1, 2, 4
-	), l AS (
-		SELECT g.*, max(bucket) FILTER (WHERE cache_read_calls > 0) OVER w AS last_read, min(bucket) OVER w AS first
-		FROM g WINDOW w AS (PARTITION BY model_id, fallback, hash)
-	), b AS (
-		SELECT l.*, CASE WHEN last_read IS NULL THEN first
-			ELSE min(bucket) FILTER (WHERE cache_write_calls > 0 AND bucket > last_read) OVER (PARTITION BY model_id, fallback, hash) END AS since
-		FROM l
-	), s AS (
-		SELECT model_id, fallback, hash, since, last_read, ` + sums("bucket >= since") + `,
-			sum8(calls) FILTER (WHERE bucket < since AND cache_read_calls > 0),
-			sum8(cost_nanos) FILTER (WHERE bucket < since AND cache_read_calls > 0),
-			sum8(unpriced_attempts) FILTER (WHERE bucket < since AND cache_read_calls > 0)
-		FROM b WHERE since IS NOT NULL GROUP BY 1, 2, 3, 4, 5
+// cacheRowsSQL reads what cacheSince needs in one snapshot: a row per series shape the filter
+// selects (kind 0: its id and names), and rollup_cache_hourly's rows of those shapes over
+// [@from, @to) as stored (kind 1: shape id, fallback flag, prompt hash, hour and the sums
+// cacheSince adds up). The rollup keys its rows by hour, shape, fallback flag and hash, so nothing
+// is grouped here: adding the hours up per prefix with a window over each, in SQL, took most of
+// the cache report's time when the shapes are many (docs/performance.md).
+const cacheRowsSQL = `WITH m AS MATERIALIZED (
+		SELECT s.id, s.service, s.operation, s.provider, s.model
+		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
 	)
-	SELECT n.service, n.operation, n.provider, n.model, s.*
-	FROM s JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)`
-}()
+	SELECT 0, id, false, NULL::text, NULL::timestamptz, 0::int8, 0::int8, 0::int8, 0::int8, 0::int8, 0::int8,
+		service, operation, provider, model
+	FROM m
+	UNION ALL
+	SELECT 1, c.series_id, c.fallback, c.prompt_hash, c.bucket, c.calls, c.cache_write_calls, c.cache_read_calls,
+		c.cost_nanos, c.nocache_cost_nanos, c.unpriced_attempts, NULL, NULL, NULL, NULL
+	FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
+	WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to`
 
-// brokenSince is one row of cacheSinceSQL.
+func (h *cacheHour) add(o cacheHour) {
+	h.calls, h.writes, h.reads = h.calls+o.calls, h.writes+o.writes, h.reads+o.reads
+	h.cost, h.nocache, h.unpriced = h.cost+o.cost, h.nocache+o.nocache, h.unpriced+o.unpriced
+}
+
+// brokenSince is when a prefix broke and what it cost since (see the top of this file).
 type brokenSince struct {
 	since, lastRead                         *time.Time
 	calls, writes, cost, nocache, unpriced  int64
 	callsBefore, costBefore, unpricedBefore int64
+}
+
+// sinceOf finds when the prefix of hours (in any order; an hour may come more than once, from
+// several hashes or shapes) broke: ok is false when nothing wrote it since it was last read back.
+func sinceOf(hours []cacheHour) (b brokenSince, ok bool) {
+	if len(hours) == 0 {
+		return b, false
+	}
+	slices.SortFunc(hours, func(x, y cacheHour) int { return x.at.Compare(y.at) })
+	merged := hours[:1]
+	for _, h := range hours[1:] {
+		if last := &merged[len(merged)-1]; last.at.Equal(h.at) {
+			last.add(h)
+		} else {
+			merged = append(merged, h)
+		}
+	}
+	var since *time.Time
+	for i := range merged {
+		if merged[i].reads > 0 {
+			b.lastRead = &merged[i].at
+		}
+	}
+	if b.lastRead == nil {
+		since = &merged[0].at
+	} else {
+		for i := range merged {
+			if merged[i].writes > 0 && merged[i].at.After(*b.lastRead) {
+				since = &merged[i].at
+				break
+			}
+		}
+	}
+	if since == nil {
+		return b, false
+	}
+	b.since = since
+	for _, h := range merged {
+		switch {
+		case !h.at.Before(*since):
+			b.calls, b.writes, b.cost, b.nocache, b.unpriced = b.calls+h.calls, b.writes+h.writes, b.cost+h.cost, b.nocache+h.nocache, b.unpriced+h.unpriced
+		case h.reads > 0:
+			b.callsBefore, b.costBefore, b.unpricedBefore = b.callsBefore+h.calls, b.costBefore+h.cost, b.unpricedBefore+h.unpriced
+		}
+	}
+	return b, true
 }
 
 // extra is the extra cost of a broken prefix (see the top of this file); nil when the calls since
@@ -89,39 +113,84 @@ func (b brokenSince) extra() *money.Nanos {
 	return &e
 }
 
-// cacheSince reads when each prefix of f's range [from, to) broke, keyed by its model and hash.
+// cacheSince reads when each prefix of f's range [from, to) broke, keyed by its model and hash:
+// each model's cache use as a whole (hash "") and each prompt_hash of it, as cacheHashSQL keys
+// them (a model being its service, operation, provider and model, whichever shapes carry them).
 func (s *Service) cacheSince(ctx context.Context, f Filter, from, to time.Time) (map[sinceKey]brokenSince, error) {
 	args := filterArgs(f)
 	args["project"], args["from"], args["to"] = f.ProjectID, from, to
-	var (
-		key     cacheKey
-		hash    *string
-		modelID int64
-		b       brokenSince
-		nulls   [8]*int64
-	)
-	out := map[sinceKey]brokenSince{}
-	dst := []any{&key.service, &key.operation, &key.provider, &key.model, &modelID, &key.fallback, &hash, &b.since, &b.lastRead}
-	for i := range nulls {
-		dst = append(dst, &nulls[i])
+	type shapeHour struct {
+		shape    int64
+		fallback bool
+		hash     string
+		h        cacheHour
 	}
-	err := s.read(ctx, cacheSinceSQL, args, dst, func() error {
-		r := b
-		for i, p := range []*int64{&r.calls, &r.writes, &r.cost, &r.nocache, &r.unpriced, &r.callsBefore, &r.costBefore, &r.unpricedBefore} {
-			*p = 0
-			if nulls[i] != nil {
-				*p = *nulls[i]
-			}
+	var (
+		kind                                int
+		shape                               int64
+		fallback                            bool
+		hash                                *string
+		bucket                              *time.Time
+		h                                   cacheHour
+		service, operation, provider, model *string
+		names                               = map[int64]cacheKey{}
+		rows                                []shapeHour
+	)
+	dst := []any{&kind, &shape, &fallback, &hash, &bucket, &h.calls, &h.writes, &h.reads, &h.cost, &h.nocache, &h.unpriced,
+		&service, &operation, &provider, &model}
+	err := s.read(ctx, cacheRowsSQL, args, dst, func() error {
+		if kind == 0 {
+			names[shape] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
+			return nil
 		}
-		k := sinceKey{key: key}
+		r := shapeHour{shape: shape, fallback: fallback, h: h}
+		r.h.at = *bucket
 		if hash != nil {
-			k.hash = *hash
+			r.hash = *hash
 		}
-		out[k] = r
+		rows = append(rows, r)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache broken since: %w", err)
+	}
+	// The hours of each prefix: a model's under hash "", and again under their hash if they have
+	// one. Models are numbered, so a row's prefix is found without hashing its names.
+	type prefix struct {
+		model    int
+		fallback bool
+		hash     string
+	}
+	var (
+		models   []cacheKey
+		number   = map[cacheKey]int{}
+		modelOf  = make(map[int64]int, len(names))
+		prefixes = map[prefix][]cacheHour{}
+	)
+	for shape, k := range names {
+		n, ok := number[k]
+		if !ok {
+			n = len(models)
+			number[k] = n
+			models = append(models, k)
+		}
+		modelOf[shape] = n
+	}
+	for _, r := range rows {
+		k := prefix{model: modelOf[r.shape], fallback: r.fallback}
+		prefixes[k] = append(prefixes[k], r.h)
+		if r.hash != "" {
+			k.hash = r.hash
+			prefixes[k] = append(prefixes[k], r.h)
+		}
+	}
+	out := map[sinceKey]brokenSince{}
+	for k, hours := range prefixes {
+		if b, ok := sinceOf(hours); ok {
+			key := models[k.model]
+			key.fallback = k.fallback
+			out[sinceKey{key: key, hash: k.hash}] = b
+		}
 	}
 	return out, nil
 }

@@ -41,6 +41,19 @@ func TestCacheBrokenSince(t *testing.T) {
 	for i := range 10 {
 		recs = append(recs, newRec(at(9, i), "haiku").service("mailer", "send").tokens(200, 100).cache(1000, 0).hash("mail-v1").done())
 	}
+	// router's two hashes share 10:00, where a-v1 works (1 write, 4 reads) and b-v1 writes twice;
+	// a-v1 then writes 10 times at 11:00. The model as a whole worked at 10:00 with all 7 calls.
+	route := func(h, m int, hash string) *rec {
+		return newRec(at(h, m), "sonnet").service("router", "route").tokens(200, 100).hash(hash)
+	}
+	recs = append(recs, route(10, 0, "a-v1").cache(1000, 0).done(), route(10, 5, "b-v1").cache(1000, 0).done(),
+		route(10, 6, "b-v1").cache(1000, 0).done())
+	for i := range 4 {
+		recs = append(recs, route(10, 1+i, "a-v1").cache(0, 1000).done())
+	}
+	for i := range 10 {
+		recs = append(recs, route(11, i, "a-v1").cache(1000, 0).done())
+	}
 	l.add(p, recs...)
 	s := l.service(day(2026, 10, 6, 0, time.UTC))
 
@@ -100,6 +113,26 @@ func TestCacheBrokenSince(t *testing.T) {
 		if !r.Broken || r.BrokenSince == nil || !r.BrokenSince.Equal(at(9, 0)) || r.ExtraCostUSD == nil ||
 			int64(*r.ExtraCostUSD) != 10*(writeCost-noCacheCost) {
 			t.Errorf("mailer row %s: want broken since 09:00, extra %d", js(r), 10*(writeCost-noCacheCost))
+		}
+	}
+	// The model's hours add its hashes up: at 10:00 it worked with 7 calls costing 905,000; the
+	// hash a-v1 with its own 5 (515,000). b-v1 has too few calls for a row of its own.
+	rows, err = s.Cache(context.Background(), analytics.Filter{ProjectID: p, From: at(0, 0), To: at(24, 0), Service: "router"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"": 10*writeCost - 10*905_000/7, "a-v1": 10*writeCost - 10*515_000/5}
+	if len(rows) != len(want) {
+		t.Fatalf("%d router rows, want the model's and a-v1's: %s", len(rows), js(rows))
+	}
+	for _, r := range rows {
+		hash := ""
+		if r.PromptHash != nil {
+			hash = *r.PromptHash
+		}
+		if !r.Broken || r.BrokenSince == nil || !r.BrokenSince.Equal(at(11, 0)) || r.ExtraCostUSD == nil ||
+			int64(*r.ExtraCostUSD) != want[hash] {
+			t.Errorf("router row %s: want broken since 11:00, extra %d", js(r), want[hash])
 		}
 	}
 }
