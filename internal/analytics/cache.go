@@ -81,37 +81,6 @@ var cacheModelSQL = func() string {
 	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
 }()
 
-// cacheHashSQL reads rollup_cache_hourly over [@from, @to): the prompt hashes with at least
-// @min_calls calls, and (prompt_hash NULL) the number of distinct hashes each model saw and how
-// many of them were used once in their month. Those single-use hashes have no rows of their own
-// (they are counted on the series' empty-hash rows, see migration 00005), so a cache broken by a
-// new hash on every call costs one row per series and hour, not one per call. The rollup rows are
-// added up on a small integer standing for their (service, operation, provider, model), so the
-// grouping never compares names (cacheShapesSQL).
-var cacheHashSQL = func() string {
-	var sums, cols, zeros []string
-	for _, c := range cacheCols {
-		sums = append(sums, fmt.Sprintf("sum8(c.%[1]s) AS %[1]s", c))
-		cols = append(cols, "o."+c)
-		zeros = append(zeros, "0")
-	}
-	return `WITH m AS (` + cacheShapesSQL + `), h AS MATERIALIZED (
-		SELECT m.model_id, c.fallback, c.prompt_hash, ` + strings.Join(sums, ", ") + `, sum8(c.single_use) AS single_use
-		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
-		WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to
-		GROUP BY 1, 2, 3
-	), o AS (
-		SELECT model_id, fallback, prompt_hash, 0::int8 AS hashes, 0::int8 AS single_use, ` + strings.Join(cacheCols, ", ") + `
-		FROM h WHERE prompt_hash <> '' AND calls >= @min_calls
-		UNION ALL
-		SELECT model_id, fallback, NULL, count(*) FILTER (WHERE prompt_hash <> '') + sum8(single_use), sum8(single_use),
-			` + strings.Join(zeros, ", ") + `
-		FROM h GROUP BY 1, 2
-	)
-	SELECT n.service, n.operation, n.provider, n.model, o.fallback, o.prompt_hash, o.hashes, o.single_use, ` + strings.Join(cols, ", ") + `
-	FROM o JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)`
-}()
-
 // cacheShapesSQL ranks the series shapes the filter selects by (service, operation, provider,
 // model): the small integer (model_id) the cache queries add rollup_cache_hourly's rows up on, which
 // keys them by shape (migration 00011), so only the shapes are ranked, not every tenant's series;
@@ -153,29 +122,21 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	if err != nil {
 		return nil, err
 	}
-	// Both levels, and when each prefix broke, are read at once, on three connections.
+	// The models' totals (from the main rollups), and the hashes and when each prefix broke (from
+	// the cache rollup), are read at once, on two connections.
 	var (
 		models, hashes []cacheScan
 		since          map[sinceKey]brokenSince
 	)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
-		since, err = s.cacheSince(ectx, f, from, to)
+		hashes, since, err = s.cacheWeek(ectx, f, from, to, minCalls)
 		return err
 	})
 	eg.Go(func() (err error) {
 		models, err = s.scanCache(ectx, cacheModelSQL, s.args(f, s.split(from, to, false)), false)
 		if err != nil {
 			return fmt.Errorf("cache: %w", err)
-		}
-		return nil
-	})
-	eg.Go(func() (err error) {
-		args := filterArgs(f)
-		args["project"], args["from"], args["to"], args["min_calls"] = f.ProjectID, from, to, minCalls
-		hashes, err = s.scanCache(ectx, cacheHashSQL, args, true)
-		if err != nil {
-			return fmt.Errorf("cache prompts: %w", err)
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ledgerd/ledgerd/money"
@@ -17,25 +18,33 @@ import (
 // at their mean cost, rounded down to the nano-dollar); never read back, beyond what they would
 // have cost without caching.
 
-// cacheRowsSQL reads what cacheSince needs in one snapshot: a row per series shape the filter
+// cacheRowsSQL reads what cacheWeek needs in one snapshot: a row per series shape the filter
 // selects (kind 0: its id and names), and rollup_cache_hourly's rows of those shapes over
-// [@from, @to) as stored (kind 1: shape id, fallback flag, prompt hash, hour and the sums
-// cacheSince adds up). The rollup keys its rows by hour, shape, fallback flag and hash, so nothing
-// is grouped here: adding the hours up per prefix with a window over each, in SQL, took most of
-// the cache report's time when the shapes are many (docs/performance.md).
-const cacheRowsSQL = `WITH m AS MATERIALIZED (
+// [@from, @to) as stored (kind 1: shape id, fallback flag, prompt hash, hour, the columns of
+// cacheCols and single_use). The rollup keys its rows by hour, shape, fallback flag and hash, so
+// nothing is grouped here: cacheWeek adds them up in Go. In SQL, the hashes' totals and the
+// windows over each prefix's hours that found its break took most of the cache report's time when
+// the shapes are many, and read the same rows twice (docs/performance.md).
+var cacheRowsSQL = func() string {
+	zeros := strings.TrimSuffix(strings.Repeat("0::int8, ", len(cacheCols)+1), ", ")
+	cols := make([]string, len(cacheCols))
+	for i, c := range cacheCols {
+		cols[i] = "c." + c
+	}
+	return `WITH m AS MATERIALIZED (
 		SELECT s.id, s.service, s.operation, s.provider, s.model
 		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
 	)
-	SELECT 0, id, false, NULL::text, NULL::timestamptz, 0::int8, 0::int8, 0::int8, 0::int8, 0::int8, 0::int8,
-		service, operation, provider, model
+	SELECT 0, id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
 	FROM m
 	UNION ALL
-	SELECT 1, c.series_id, c.fallback, c.prompt_hash, c.bucket, c.calls, c.cache_write_calls, c.cache_read_calls,
-		c.cost_nanos, c.nocache_cost_nanos, c.unpriced_attempts, NULL, NULL, NULL, NULL
+	SELECT 1, c.series_id, c.fallback, c.prompt_hash, c.bucket, ` + strings.Join(cols, ", ") + `,
+		c.single_use, NULL, NULL, NULL, NULL
 	FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
 	WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to`
+}()
 
+// add adds the hour o of another hash or shape to h.
 func (h *cacheHour) add(o cacheHour) {
 	h.calls, h.writes, h.reads = h.calls+o.calls, h.writes+o.writes, h.reads+o.reads
 	h.cost, h.nocache, h.unpriced = h.cost+o.cost, h.nocache+o.nocache, h.unpriced+o.unpriced
@@ -113,86 +122,117 @@ func (b brokenSince) extra() *money.Nanos {
 	return &e
 }
 
-// cacheSince reads when each prefix of f's range [from, to) broke, keyed by its model and hash:
-// each model's cache use as a whole (hash "") and each prompt_hash of it, as cacheHashSQL keys
-// them (a model being its service, operation, provider and model, whichever shapes carry them).
-func (s *Service) cacheSince(ctx context.Context, f Filter, from, to time.Time) (map[sinceKey]brokenSince, error) {
+// cacheWeek reads rollup_cache_hourly over f's range [from, to) once and returns the hash rows of
+// the report (the prompt hashes with at least minCalls calls, and per model, hash nil, how many
+// distinct hashes it saw and how many of them were used once in their month: see cacheScan) and
+// when each prefix broke, keyed by its model and hash: each model's cache use as a whole (hash "")
+// and each prompt_hash of it, a model being its service, operation, provider and model, whichever
+// shapes carry them. Hashes used once in their month have no rows of their own (they are counted
+// on their shape's empty-hash row, see migration 00005).
+func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, minCalls int) ([]cacheScan, map[sinceKey]brokenSince, error) {
 	args := filterArgs(f)
 	args["project"], args["from"], args["to"] = f.ProjectID, from, to
-	type shapeHour struct {
-		shape    int64
+	// A prefix is keyed by a number standing for its model (or, while the rows are read, for its
+	// shape: the shapes' names may come after their rows), so no row's names are hashed.
+	type prefix struct {
+		id       int64
 		fallback bool
 		hash     string
-		h        cacheHour
+	}
+	type totals struct {
+		hours     []cacheHour
+		sums      []int64 // cacheCols, of a hash
+		singleUse int64
 	}
 	var (
+		byShape                             = map[prefix]*totals{}
 		kind                                int
 		shape                               int64
 		fallback                            bool
 		hash                                *string
 		bucket                              *time.Time
-		h                                   cacheHour
+		n                                   = make([]int64, len(cacheCols))
+		singleUse                           int64
 		service, operation, provider, model *string
 		names                               = map[int64]cacheKey{}
-		rows                                []shapeHour
 	)
-	dst := []any{&kind, &shape, &fallback, &hash, &bucket, &h.calls, &h.writes, &h.reads, &h.cost, &h.nocache, &h.unpriced,
-		&service, &operation, &provider, &model}
+	of := func(m map[prefix]*totals, k prefix) (t *totals, added bool) {
+		if t = m[k]; t == nil {
+			t, added = &totals{}, true
+			if k.hash != "" {
+				t.sums = make([]int64, len(cacheCols))
+			}
+			m[k] = t
+		}
+		return t, added
+	}
+	dst := []any{&kind, &shape, &fallback, &hash, &bucket}
+	for i := range n {
+		dst = append(dst, &n[i])
+	}
+	dst = append(dst, &singleUse, &service, &operation, &provider, &model)
 	err := s.read(ctx, cacheRowsSQL, args, dst, func() error {
 		if kind == 0 {
 			names[shape] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
 			return nil
 		}
-		r := shapeHour{shape: shape, fallback: fallback, h: h}
-		r.h.at = *bucket
-		if hash != nil {
-			r.hash = *hash
+		h := cacheHour{at: *bucket, calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
+			cost: n[kCost], nocache: n[kNoCache], unpriced: n[kUnpriced]}
+		t, _ := of(byShape, prefix{id: shape, fallback: fallback})
+		t.hours, t.singleUse = append(t.hours, h), t.singleUse+singleUse
+		if hash != nil && *hash != "" {
+			t, _ = of(byShape, prefix{shape, fallback, *hash})
+			t.hours = append(t.hours, h)
+			for i, v := range n {
+				t.sums[i] += v
+			}
 		}
-		rows = append(rows, r)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cache broken since: %w", err)
+		return nil, nil, fmt.Errorf("cache prompts: %w", err)
 	}
-	// The hours of each prefix: a model's under hash "", and again under their hash if they have
-	// one. Models are numbered, so a row's prefix is found without hashing its names.
-	type prefix struct {
-		model    int
-		fallback bool
-		hash     string
-	}
+	// The shapes' prefixes added up per model (shapes that differ only in what the report does not
+	// show, such as the model a fallback stands in for, are one model), counting its distinct hashes.
 	var (
 		models   []cacheKey
-		number   = map[cacheKey]int{}
-		modelOf  = make(map[int64]int, len(names))
-		prefixes = map[prefix][]cacheHour{}
+		number   = map[cacheKey]int64{}
+		prefixes = map[prefix]*totals{}
+		distinct = map[prefix]int64{}
 	)
-	for shape, k := range names {
-		n, ok := number[k]
+	for k, st := range byShape {
+		name := names[k.id]
+		id, ok := number[name]
 		if !ok {
-			n = len(models)
-			number[k] = n
-			models = append(models, k)
+			id = int64(len(models))
+			number[name] = id
+			models = append(models, name)
 		}
-		modelOf[shape] = n
-	}
-	for _, r := range rows {
-		k := prefix{model: modelOf[r.shape], fallback: r.fallback}
-		prefixes[k] = append(prefixes[k], r.h)
-		if r.hash != "" {
-			k.hash = r.hash
-			prefixes[k] = append(prefixes[k], r.h)
+		t, added := of(prefixes, prefix{id, k.fallback, k.hash})
+		if added && k.hash != "" {
+			distinct[prefix{id: id, fallback: k.fallback}]++
 		}
-	}
-	out := map[sinceKey]brokenSince{}
-	for k, hours := range prefixes {
-		if b, ok := sinceOf(hours); ok {
-			key := models[k.model]
-			key.fallback = k.fallback
-			out[sinceKey{key: key, hash: k.hash}] = b
+		t.hours, t.singleUse = append(t.hours, st.hours...), t.singleUse+st.singleUse
+		for i, v := range st.sums {
+			t.sums[i] += v
 		}
 	}
-	return out, nil
+	var hashes []cacheScan
+	since := map[sinceKey]brokenSince{}
+	for k, t := range prefixes {
+		key := models[k.id]
+		key.fallback = k.fallback
+		if k.hash == "" {
+			hashes = append(hashes, cacheScan{key: key, hashes: distinct[k] + t.singleUse, singleUse: t.singleUse,
+				n: make([]int64, len(cacheCols))})
+		} else if t.sums[kCalls] >= int64(minCalls) {
+			hashes = append(hashes, cacheScan{key: key, hash: &k.hash, n: t.sums})
+		}
+		if b, ok := sinceOf(t.hours); ok {
+			since[sinceKey{key: key, hash: k.hash}] = b
+		}
+	}
+	return hashes, since, nil
 }
 
 // sinceKey identifies a prefix: a model's cache use (hash "") or one prompt_hash of it.

@@ -130,3 +130,38 @@ func TestCache(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheHashAcrossShapes checks that a fallback model standing in for two models, each a series
+// shape of its own, is one model in the cache report: its hash used under both is one hash of 12
+// calls, not two of 6.
+func TestCacheHashAcrossShapes(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	at := day(2026, 10, 5, 10, time.UTC)
+	var recs []schema.Attempt
+	for i := range 12 {
+		r := newRec(at.Add(time.Duration(i)*time.Minute), "haiku").service("bot", "answer").tokens(200, 100).
+			hash("fb-v1").fallback([]string{"sonnet", "opus"}[i%2])
+		if i < 2 {
+			r = r.cache(1000, 0)
+		} else {
+			r = r.cache(0, 1000)
+		}
+		recs = append(recs, r.done())
+	}
+	l.add(p, recs...)
+	rows, err := l.service(day(2026, 10, 6, 0, time.UTC)).Cache(context.Background(),
+		analytics.Filter{ProjectID: p, From: day(2026, 10, 5, 0, time.UTC), To: day(2026, 10, 6, 0, time.UTC)}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want the model's and its hash's: %s", len(rows), js(rows))
+	}
+	for _, r := range rows {
+		if !r.Fallback || r.Calls != 12 || r.PromptHashes != 1 || r.Broken {
+			t.Errorf("row %s: want a fallback row of 12 calls, 1 hash, not broken", js(r))
+		}
+	}
+}
