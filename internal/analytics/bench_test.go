@@ -341,5 +341,12 @@ func BenchmarkManyTenants(b *testing.B) {
 			raw("day,model", tenant)},
 		{"overview-month-by-day-model", "/v1/summary?group_by=day,model" + month, raw("day,model", "")},
 		{"cache", "/v1/cache", func() error { _, err := rawCache(ctx, pool, project, week, to); return err }},
+		// The incidents open now, which the Overview page asks for on every load: the last two
+		// hours, with the cache hours and spend of the week before.
+		{"open-incidents", "/v1/incidents?from=" + url.QueryEscape(now.Add(-2*time.Hour).Format(time.RFC3339)) +
+			"&to=" + url.QueryEscape(now.Add(time.Hour).Format(time.RFC3339)), func() error {
+			_, err := rawIncidents(ctx, pool, project, now.Add(-2*time.Hour), now.Add(time.Hour))
+			return err
+		}},
 	})
 }
