@@ -82,9 +82,11 @@ var cacheModelSQL = func() string {
 }()
 
 // cacheShapesSQL ranks the series shapes the filter selects by (service, operation, provider,
-// model): the small integer (model_id) the cache queries add rollup_cache_hourly's rows up on, which
-// keys them by shape (migration 00011), so only the shapes are ranked, not every tenant's series;
-// the partial index series_shapes (migration 00033) finds them without reading the others.
+// model): rollup_cache_hourly keys its rows by shape (migration 00011), so the cache queries read
+// only the shapes, not every tenant's series, and add the rows up on the small integer model_id
+// (shapes that differ only in what the reports do not show, such as the model a fallback stands in
+// for, share it); the partial index series_shapes (migration 00033) finds them without reading the
+// others.
 const cacheShapesSQL = `
 		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
 			s.service, s.operation, s.provider, s.model
@@ -134,7 +136,7 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return err
 	})
 	eg.Go(func() (err error) {
-		models, err = s.scanCache(ectx, cacheModelSQL, s.args(f, s.split(from, to, false)), false)
+		models, err = s.scanCache(ectx, cacheModelSQL, s.args(f, s.split(from, to, false)))
 		if err != nil {
 			return fmt.Errorf("cache: %w", err)
 		}
@@ -192,15 +194,13 @@ var (
 	kUnpriced   = rollup.Index(rollup.CacheSums, "unpriced_attempts")
 )
 
-func (s *Service) scanCache(ctx context.Context, sql string, args pgx.NamedArgs, withHash bool) ([]cacheScan, error) {
+// scanCache reads the rows of cacheModelSQL.
+func (s *Service) scanCache(ctx context.Context, sql string, args pgx.NamedArgs) ([]cacheScan, error) {
 	var (
 		out []cacheScan
 		c   = cacheScan{n: make([]int64, len(cacheCols))}
 	)
 	dst := []any{&c.key.service, &c.key.operation, &c.key.provider, &c.key.model, &c.key.fallback}
-	if withHash {
-		dst = append(dst, &c.hash, &c.hashes, &c.singleUse)
-	}
 	for i := range c.n {
 		dst = append(dst, &c.n[i])
 	}

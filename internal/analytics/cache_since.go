@@ -31,10 +31,7 @@ var cacheRowsSQL = func() string {
 	for i, c := range cacheCols {
 		cols[i] = "c." + c
 	}
-	return `WITH m AS MATERIALIZED (
-		SELECT s.id, s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
-	)
+	return `WITH m AS MATERIALIZED (` + cacheShapesSQL + `)
 	SELECT 0, id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
 	FROM m
 	UNION ALL

@@ -10,16 +10,11 @@ import (
 
 // cacheHoursSQL is each model's cache use per hour over [@from, @to) from rollup_cache_hourly,
 // every prompt_hash together: a model's broken cache is one incident, whichever hashes show it.
-// The rollup keys its rows by series shape, so the rows are added up on a small integer standing
-// for each shape's names (model_id: shapes that differ only in what a model is not told by, such
-// as the model a fallback stands in for, share it), and the names are joined to the sums: grouping
-// the rows by the names of the whole series table's rows took twice as long when the tenants are
-// many (docs/performance.md). Ordered by model and hour, as model_id ranks the names.
-const cacheHoursSQL = `WITH m AS MATERIALIZED (
-		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
-			s.service, s.operation, s.provider, s.model
-		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id
-	), h AS (
+// The rows are added up on the shapes' model_id (cacheShapesSQL, every shape) and the names joined
+// to the sums: grouping the rows by the names of the series each joined took twice as long when
+// the tenants are many (docs/performance.md). Ordered by model and hour, as model_id ranks the
+// names.
+const cacheHoursSQL = `WITH m AS MATERIALIZED (` + cacheShapesSQL + `), h AS (
 		SELECT m.model_id, c.fallback, c.bucket, sum8(c.calls) AS calls, sum8(c.cache_write_calls) AS writes,
 			sum8(c.cache_read_calls) AS reads, sum8(c.cost_nanos) AS cost, sum8(c.nocache_cost_nanos) AS nocache,
 			sum8(c.unpriced_attempts) AS unpriced
@@ -50,7 +45,9 @@ func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, n
 		keys  []cacheKey
 		hours = map[cacheKey][]cacheHour{}
 	)
-	err := s.read(ctx, cacheHoursSQL, map[string]any{"project": project, "from": readFrom, "to": now.Add(time.Hour)},
+	args := filterArgs(Filter{})
+	args["project"], args["from"], args["to"] = project, readFrom, now.Add(time.Hour)
+	err := s.read(ctx, cacheHoursSQL, args,
 		[]any{&k.service, &k.operation, &k.provider, &k.model, &k.fallback, &h.at, &h.calls, &h.writes, &h.reads, &h.cost, &h.nocache, &h.unpriced},
 		func() error {
 			if hours[k] == nil {
