@@ -47,6 +47,24 @@ func (h *cacheHour) add(o cacheHour) {
 	h.cost, h.nocache, h.unpriced = h.cost+o.cost, h.nocache+o.nocache, h.unpriced+o.unpriced
 }
 
+// byHour sorts hours (of several hashes or shapes) in time and adds up those of the same hour, in
+// place, returning them.
+func byHour(hours []cacheHour) []cacheHour {
+	if len(hours) == 0 {
+		return hours
+	}
+	slices.SortFunc(hours, func(x, y cacheHour) int { return x.at.Compare(y.at) })
+	merged := hours[:1]
+	for _, h := range hours[1:] {
+		if last := &merged[len(merged)-1]; last.at.Equal(h.at) {
+			last.add(h)
+		} else {
+			merged = append(merged, h)
+		}
+	}
+	return merged
+}
+
 // brokenSince is when a prefix broke and what it cost since (see the top of this file).
 type brokenSince struct {
 	since, lastRead                         *time.Time
@@ -60,15 +78,7 @@ func sinceOf(hours []cacheHour) (b brokenSince, ok bool) {
 	if len(hours) == 0 {
 		return b, false
 	}
-	slices.SortFunc(hours, func(x, y cacheHour) int { return x.at.Compare(y.at) })
-	merged := hours[:1]
-	for _, h := range hours[1:] {
-		if last := &merged[len(merged)-1]; last.at.Equal(h.at) {
-			last.add(h)
-		} else {
-			merged = append(merged, h)
-		}
-	}
+	merged := byHour(hours)
 	var since *time.Time
 	for i := range merged {
 		if merged[i].reads > 0 {

@@ -1,31 +1,31 @@
 package analytics
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// cacheHoursSQL is each model's cache use per hour over [@from, @to) from rollup_cache_hourly,
-// every prompt_hash together: a model's broken cache is one incident, whichever hashes show it.
-// The rows are added up on the shapes' model_id (cacheShapesSQL, every shape) and the names joined
-// to the sums: grouping the rows by the names of the series each joined took twice as long when
-// the tenants are many (docs/performance.md). Ordered by model and hour, as model_id ranks the
-// names.
-const cacheHoursSQL = `WITH m AS MATERIALIZED (` + cacheShapesSQL + `), h AS (
-		SELECT m.model_id, c.fallback, c.bucket, sum8(c.calls) AS calls, sum8(c.cache_write_calls) AS writes,
-			sum8(c.cache_read_calls) AS reads, sum8(c.cost_nanos) AS cost, sum8(c.nocache_cost_nanos) AS nocache,
-			sum8(c.unpriced_attempts) AS unpriced
-		FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
-		WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to
-		GROUP BY 1, 2, 3
-	)
-	SELECT n.service, n.operation, n.provider, n.model, h.fallback, h.bucket, h.calls, h.writes, h.reads, h.cost,
-		h.nocache, h.unpriced
-	FROM h JOIN (SELECT DISTINCT model_id, service, operation, provider, model FROM m) n USING (model_id)
-	ORDER BY h.model_id, h.fallback, h.bucket`
+// cacheHoursSQL reads each model's cache use over [@from, @to) from rollup_cache_hourly: each
+// model's names once (kind 0), and the rollup's rows as stored (kind 1), each with the model_id of
+// its shape (cacheShapesSQL, every shape), in no order; cacheIncidents adds every prompt_hash and
+// shape of a model's hour together (a model's broken cache is one incident, whichever hashes show
+// it). With many tenants, grouping the rows in SQL, by names or by model_id, took most of the
+// open incidents' time (docs/performance.md).
+const cacheHoursSQL = `WITH m AS MATERIALIZED (` + cacheShapesSQL + `)
+	SELECT DISTINCT 0, model_id, false, NULL::timestamptz, 0::int8, 0::int8, 0::int8, 0::int8, 0::int8, 0::int8,
+		service, operation, provider, model
+	FROM m
+	UNION ALL
+	SELECT 1, m.model_id, c.fallback, c.bucket, c.calls, c.cache_write_calls, c.cache_read_calls,
+		c.cost_nanos, c.nocache_cost_nanos, c.unpriced_attempts, NULL, NULL, NULL, NULL
+	FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
+	WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to`
 
 // cacheHour is one hour of a model's cache use.
 type cacheHour struct {
@@ -39,33 +39,48 @@ type cacheHour struct {
 // now read. Hours from SpendDays before from are read, for the hours the cache worked in.
 func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
 	readFrom := from.AddDate(0, 0, -p.SpendDays)
+	type modelKey struct {
+		id       int64
+		fallback bool
+	}
 	var (
-		k     cacheKey
-		h     cacheHour
-		keys  []cacheKey
-		hours = map[cacheKey][]cacheHour{}
+		kind                                int
+		k                                   modelKey
+		at                                  *time.Time
+		h                                   cacheHour
+		service, operation, provider, model *string
+		names                               = map[int64]cacheKey{}
+		hours                               = map[modelKey][]cacheHour{}
 	)
 	args := filterArgs(Filter{})
 	args["project"], args["from"], args["to"] = project, readFrom, now.Add(time.Hour)
 	err := s.read(ctx, cacheHoursSQL, args,
-		[]any{&k.service, &k.operation, &k.provider, &k.model, &k.fallback, &h.at, &h.calls, &h.writes, &h.reads, &h.cost, &h.nocache, &h.unpriced},
+		[]any{&kind, &k.id, &k.fallback, &at, &h.calls, &h.writes, &h.reads, &h.cost, &h.nocache, &h.unpriced,
+			&service, &operation, &provider, &model},
 		func() error {
-			if hours[k] == nil {
-				keys = append(keys, k)
+			if kind == 0 {
+				names[k.id] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
+				return nil
 			}
+			h.at = *at
 			hours[k] = append(hours[k], h)
 			return nil
 		})
 	if err != nil {
 		return nil, fmt.Errorf("incidents: cache: %w", err)
 	}
+	// Models in the order of their names (model_id ranks them), each one's hours in time order.
+	keys := slices.SortedFunc(maps.Keys(hours), func(a, b modelKey) int {
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(boolInt(a.fallback), boolInt(b.fallback)))
+	})
 	var out []Incident
 	for _, k := range keys {
-		for _, in := range cacheBreaks(hours[k], p) {
+		for _, in := range cacheBreaks(byHour(hours[k]), p) {
 			if !overlaps(in.StartedAt, in.EndedAt, from, to) {
 				continue
 			}
-			in.Service, in.Operation, in.Provider, in.Model = k.service, k.operation, k.provider, k.model
+			n := names[k.id]
+			in.Service, in.Operation, in.Provider, in.Model = n.service, n.operation, n.provider, n.model
 			out = append(out, in)
 		}
 	}

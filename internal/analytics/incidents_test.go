@@ -235,27 +235,28 @@ type attempt struct {
 }
 
 // TestCacheIncidentAcrossShapes checks that a fallback model standing in for two models (two
-// series shapes) is one model to the cache_broken incidents: its cache works at 08:00 and then
-// 6 calls for each model write it at 09:00 without a read, 12 in all, enough for an incident
-// where neither shape's 6 would be.
+// series shapes) is one model to the cache_broken incidents: its cache works at 08:00; at 09:00
+// the calls for opus write it 12 times while one call for sonnet reads it, so the model read it
+// that hour; at 10:00 6 calls for each write it without a read, 12 in all, enough for an
+// incident where neither shape's 6 would be.
 func TestCacheIncidentAcrossShapes(t *testing.T) {
 	t.Parallel()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
 	at := func(h, m int) time.Time { return day(2026, 10, 5, h, time.UTC).Add(time.Duration(m) * time.Minute) }
-	call := func(h, m int) *rec {
-		return newRec(at(h, m), "haiku").service("bot", "answer").tokens(200, 100).hash("fb-v1").
-			fallback([]string{"sonnet", "opus"}[m%2])
+	call := func(h, m int, from string) *rec {
+		return newRec(at(h, m), "haiku").service("bot", "answer").tokens(200, 100).hash("fb-v1").fallback(from)
 	}
-	recs := []schema.Attempt{call(8, 0).cache(1000, 0).done()}
+	recs := []schema.Attempt{call(8, 0, "sonnet").cache(1000, 0).done(), call(9, 30, "sonnet").cache(0, 1000).done()}
 	for m := 1; m <= 4; m++ {
-		recs = append(recs, call(8, m).cache(0, 1000).done())
+		recs = append(recs, call(8, m, "opus").cache(0, 1000).done())
 	}
 	for m := range 12 {
-		recs = append(recs, call(9, m).cache(1000, 0).done())
+		recs = append(recs, call(9, m, "opus").cache(1000, 0).done(),
+			call(10, m, []string{"sonnet", "opus"}[m%2]).cache(1000, 0).done())
 	}
 	l.add(p, recs...)
-	got, err := l.service(at(10, 0)).Incidents(context.Background(), analytics.Filter{ProjectID: p, From: at(0, 0), To: at(24, 0)})
+	got, err := l.service(at(11, 0)).Incidents(context.Background(), analytics.Filter{ProjectID: p, From: at(0, 0), To: at(24, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,8 @@ func TestCacheIncidentAcrossShapes(t *testing.T) {
 			broken = append(broken, in)
 		}
 	}
-	if len(broken) != 1 || !broken[0].StartedAt.Equal(at(9, 0)) || broken[0].CallsAffected != 12 || broken[0].Model != "haiku" {
-		t.Errorf("cache incidents %s, want one of haiku from 09:00 with 12 calls", js(broken))
+	if len(broken) != 1 || !broken[0].StartedAt.Equal(at(10, 0)) || broken[0].EndedAt != nil || broken[0].CallsAffected != 12 ||
+		broken[0].Model != "haiku" {
+		t.Errorf("cache incidents %s, want one of haiku from 10:00, open, with 12 calls", js(broken))
 	}
 }
