@@ -69,14 +69,13 @@ var cacheCols = rollup.Cols(rollup.CacheSums)
 // cacheModelSQL is the cache use per (service, operation, provider, model, fallback) from the
 // main rollups (whole days from rollup_daily), for models that wrote or read the cache at all:
 // the columns of cacheCols, calls being the model's attempts. Those rollups key their rows by
-// series shape, so only the shapes are joined, found by the index series_shapes: probing the
-// whole series table for each row cost a fifth more when the tenants are many.
+// series shape, so only the shapes are joined (cacheShapesSQL): probing the whole series table
+// for each row cost a fifth more when the tenants are many.
 var cacheModelSQL = func() string {
 	cols := append([]string{"attempts"}, cacheCols[1:]...)
 	return `SELECT s.service, s.operation, s.provider, s.model, r.fallback, ` + sumsOfCols("r", cols) + `
 	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(cols, ", "), "") + `) r
-	JOIN (SELECT s.id, s.service, s.operation, s.provider, s.model FROM series s
-		WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `) s ON s.id = r.series_id
+	JOIN (` + cacheShapesSQL + `) s ON s.id = r.series_id
 	GROUP BY 1, 2, 3, 4, 5
 	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
 }()

@@ -18,13 +18,14 @@ import (
 // at their mean cost, rounded down to the nano-dollar); never read back, beyond what they would
 // have cost without caching.
 
-// cacheRowsSQL reads what cacheWeek needs in one snapshot: a row per series shape the filter
-// selects (kind 0: its id and names), and rollup_cache_hourly's rows of those shapes over
-// [@from, @to) as stored (kind 1: shape id, fallback flag, prompt hash, hour, the columns of
-// cacheCols and single_use). The rollup keys its rows by hour, shape, fallback flag and hash, so
-// nothing is grouped here: cacheWeek adds them up in Go. In SQL, the hashes' totals and the
-// windows over each prefix's hours that found its break took most of the cache report's time when
-// the shapes are many, and read the same rows twice (docs/performance.md).
+// cacheRowsSQL reads rollup_cache_hourly over [@from, @to) for the shapes the filter selects, in
+// one snapshot: each model's names once (kind 0: model_id and names, cacheShapesSQL), and the
+// rollup's rows as stored (kind 1: the model_id of the row's shape, fallback flag, prompt hash
+// when @per_hash, hour, the columns of cacheCols and single_use), in no order. The rollup keys its rows by hour,
+// shape, fallback flag and hash, so nothing is grouped here: cachePrefixes adds them up in Go.
+// Grouping them in SQL, per hash for the report's totals, per prefix and hour with windows for
+// its breaks, and per model and hour for the incidents, took most of those reads' time when the
+// shapes are many (docs/performance.md).
 var cacheRowsSQL = func() string {
 	zeros := strings.TrimSuffix(strings.Repeat("0::int8, ", len(cacheCols)+1), ", ")
 	cols := make([]string, len(cacheCols))
@@ -32,10 +33,10 @@ var cacheRowsSQL = func() string {
 		cols[i] = "c." + c
 	}
 	return `WITH m AS MATERIALIZED (` + cacheShapesSQL + `)
-	SELECT 0, id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
+	SELECT DISTINCT 0, model_id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
 	FROM m
 	UNION ALL
-	SELECT 1, c.series_id, c.fallback, c.prompt_hash, c.bucket, ` + strings.Join(cols, ", ") + `,
+	SELECT 1, m.model_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` + strings.Join(cols, ", ") + `,
 		c.single_use, NULL, NULL, NULL, NULL
 	FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
 	WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to`
@@ -72,13 +73,12 @@ type brokenSince struct {
 	callsBefore, costBefore, unpricedBefore int64
 }
 
-// sinceOf finds when the prefix of hours (in any order; an hour may come more than once, from
-// several hashes or shapes) broke: ok is false when nothing wrote it since it was last read back.
-func sinceOf(hours []cacheHour) (b brokenSince, ok bool) {
-	if len(hours) == 0 {
+// sinceOf finds when the prefix of hours (in time order, one per hour, as cachePrefixes gives
+// them) broke: ok is false when nothing wrote it since it was last read back.
+func sinceOf(merged []cacheHour) (b brokenSince, ok bool) {
+	if len(merged) == 0 {
 		return b, false
 	}
-	merged := byHour(hours)
 	var since *time.Time
 	for i := range merged {
 		if merged[i].reads > 0 {
@@ -129,114 +129,109 @@ func (b brokenSince) extra() *money.Nanos {
 	return &e
 }
 
-// cacheWeek reads rollup_cache_hourly over f's range [from, to) once and returns the hash rows of
-// the report (the prompt hashes with at least minCalls calls, and per model, hash nil, how many
-// distinct hashes it saw and how many of them were used once in their month: see cacheScan) and
-// when each prefix broke, keyed by its model and hash: each model's cache use as a whole (hash "")
-// and each prompt_hash of it, a model being its service, operation, provider and model, whichever
-// shapes carry them. Hashes used once in their month have no rows of their own (they are counted
-// on their shape's empty-hash row, see migration 00005).
-func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, minCalls int) ([]cacheScan, map[sinceKey]brokenSince, error) {
+// cachePrefix is what rollup_cache_hourly holds of one prefix over a range: its hours, in time
+// order and one per hour; of a hash, its totals (the columns of cacheCols); of a model, the calls
+// of hashes used once in their month (counted on their shape's empty-hash row, see migration
+// 00005) and how many distinct hashes have rows of their own.
+type cachePrefix struct {
+	hours             []cacheHour
+	sums              []int64
+	singleUse, hashes int64
+}
+
+// cachePrefixes reads rollup_cache_hourly over f's range [from, to) once (cacheRowsSQL) and adds
+// it up per prefix: each model's cache use as a whole (hash "") and, when perHash, each
+// prompt_hash of it, a model being its service, operation, provider and model, whichever shapes
+// carry them. The incidents need the models only: with the hashes their read took about a third
+// longer (docs/performance.md).
+func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
 	args := filterArgs(f)
-	args["project"], args["from"], args["to"] = f.ProjectID, from, to
-	// A prefix is keyed by a number standing for its model (or, while the rows are read, for its
-	// shape: the shapes' names may come after their rows), so no row's names are hashed.
+	args["project"], args["from"], args["to"], args["per_hash"] = f.ProjectID, from, to, perHash
+	// Keyed by model_id while the rows are read, so no row's names are hashed; the names may come
+	// after their rows.
 	type prefix struct {
-		id       int64
+		model    int64
 		fallback bool
 		hash     string
 	}
-	type totals struct {
-		hours     []cacheHour
-		sums      []int64 // cacheCols, of a hash
-		singleUse int64
-	}
 	var (
-		byShape                             = map[prefix]*totals{}
+		byID                                = map[prefix]*cachePrefix{}
+		names                               = map[int64]cacheKey{}
 		kind                                int
-		shape                               int64
-		fallback                            bool
+		k                                   prefix
 		hash                                *string
-		bucket                              *time.Time
+		at                                  *time.Time
 		n                                   = make([]int64, len(cacheCols))
 		singleUse                           int64
 		service, operation, provider, model *string
-		names                               = map[int64]cacheKey{}
 	)
-	of := func(m map[prefix]*totals, k prefix) (t *totals, added bool) {
-		if t = m[k]; t == nil {
-			t, added = &totals{}, true
-			if k.hash != "" {
-				t.sums = make([]int64, len(cacheCols))
-			}
-			m[k] = t
-		}
-		return t, added
-	}
-	dst := []any{&kind, &shape, &fallback, &hash, &bucket}
+	dst := []any{&kind, &k.model, &k.fallback, &hash, &at}
 	for i := range n {
 		dst = append(dst, &n[i])
 	}
 	dst = append(dst, &singleUse, &service, &operation, &provider, &model)
 	err := s.read(ctx, cacheRowsSQL, args, dst, func() error {
 		if kind == 0 {
-			names[shape] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
+			names[k.model] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
 			return nil
 		}
-		h := cacheHour{at: *bucket, calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
+		h := cacheHour{at: *at, calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
 			cost: n[kCost], nocache: n[kNoCache], unpriced: n[kUnpriced]}
-		t, _ := of(byShape, prefix{id: shape, fallback: fallback})
-		t.hours, t.singleUse = append(t.hours, h), t.singleUse+singleUse
-		if hash != nil && *hash != "" {
-			t, _ = of(byShape, prefix{shape, fallback, *hash})
-			t.hours = append(t.hours, h)
-			for i, v := range n {
-				t.sums[i] += v
-			}
+		m := byID[k]
+		if m == nil {
+			m = &cachePrefix{}
+			byID[k] = m
+		}
+		m.hours, m.singleUse = append(m.hours, h), m.singleUse+singleUse
+		if hash == nil || *hash == "" {
+			return nil
+		}
+		hk := prefix{k.model, k.fallback, *hash}
+		p := byID[hk]
+		if p == nil {
+			p = &cachePrefix{sums: make([]int64, len(cacheCols))}
+			byID[hk] = p
+			m.hashes++
+		}
+		p.hours = append(p.hours, h)
+		for i, v := range n {
+			p.sums[i] += v
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("cache prompts: %w", err)
+		return nil, fmt.Errorf("cache prefixes: %w", err)
 	}
-	// The shapes' prefixes added up per model (shapes that differ only in what the report does not
-	// show, such as the model a fallback stands in for, are one model), counting its distinct hashes.
-	var (
-		models   []cacheKey
-		number   = map[cacheKey]int64{}
-		prefixes = map[prefix]*totals{}
-		distinct = map[prefix]int64{}
-	)
-	for k, st := range byShape {
-		name := names[k.id]
-		id, ok := number[name]
-		if !ok {
-			id = int64(len(models))
-			number[name] = id
-			models = append(models, name)
-		}
-		t, added := of(prefixes, prefix{id, k.fallback, k.hash})
-		if added && k.hash != "" {
-			distinct[prefix{id: id, fallback: k.fallback}]++
-		}
-		t.hours, t.singleUse = append(t.hours, st.hours...), t.singleUse+st.singleUse
-		for i, v := range st.sums {
-			t.sums[i] += v
-		}
+	out := make(map[sinceKey]*cachePrefix, len(byID))
+	for k, p := range byID {
+		key := names[k.model]
+		key.fallback = k.fallback
+		p.hours = byHour(p.hours)
+		out[sinceKey{key: key, hash: k.hash}] = p
+	}
+	return out, nil
+}
+
+// cacheWeek gives the report's hash rows (the prompt hashes with at least minCalls calls, and per
+// model, hash nil, how many distinct hashes it saw and how many of them were used once in their
+// month: see cacheScan) and when each prefix broke, from the prefixes of f's range [from, to).
+func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, minCalls int) ([]cacheScan, map[sinceKey]brokenSince, error) {
+	prefixes, err := s.cachePrefixes(ctx, f, from, to, true)
+	if err != nil {
+		return nil, nil, err
 	}
 	var hashes []cacheScan
 	since := map[sinceKey]brokenSince{}
-	for k, t := range prefixes {
-		key := models[k.id]
-		key.fallback = k.fallback
+	for k, p := range prefixes {
 		if k.hash == "" {
-			hashes = append(hashes, cacheScan{key: key, hashes: distinct[k] + t.singleUse, singleUse: t.singleUse,
+			hashes = append(hashes, cacheScan{key: k.key, hashes: p.hashes + p.singleUse, singleUse: p.singleUse,
 				n: make([]int64, len(cacheCols))})
-		} else if t.sums[kCalls] >= int64(minCalls) {
-			hashes = append(hashes, cacheScan{key: key, hash: &k.hash, n: t.sums})
+		} else if p.sums[kCalls] >= int64(minCalls) {
+			hash := k.hash
+			hashes = append(hashes, cacheScan{key: k.key, hash: &hash, n: p.sums})
 		}
-		if b, ok := sinceOf(t.hours); ok {
-			since[sinceKey{key: key, hash: k.hash}] = b
+		if b, ok := sinceOf(p.hours); ok {
+			since[k] = b
 		}
 	}
 	return hashes, since, nil
