@@ -183,6 +183,7 @@ func (g *groups) appendCopy(msg []byte, hist bool) []byte {
 			c.text(k.status)
 			c.text(k.class)
 			c.date(k.day)
+			c.i2(k.minute)
 		} else {
 			c.text(k.hash)
 		}

@@ -128,6 +128,7 @@ func TestFastPathMatchesExact(t *testing.T) {
 			recs := variedBatch(600)
 			const commits = 3
 			stored := attempt("stored", time.Date(2026, 10, 31, 20, 0, 0, 0, time.UTC), 1, schema.StatusOK)
+			minutesFrom := time.Date(2026, 11, 1, 0, 30, 0, 0, time.UTC)
 			cases := []struct {
 				name      string
 				extra     []schema.Attempt // added to each commit
@@ -145,6 +146,10 @@ func TestFastPathMatchesExact(t *testing.T) {
 			for i, c := range cases {
 				pool := dbtest.New(t)
 				st := store.New(pool)
+				// The 5-minute rollup starts within the batch's two days.
+				if err := st.SetSetting(ctx, "minutes_from", minutesFrom.Format(time.RFC3339)); err != nil {
+					t.Fatal(err)
+				}
 				reg := prometheus.NewRegistry()
 				w := ingest.NewWriter(st, flatPrice, ingest.Options{Timezone: tz, Registerer: reg})
 				p, err := st.EnsureProject(ctx, "acme")
@@ -186,12 +191,21 @@ func TestFastPathMatchesExact(t *testing.T) {
 				if want := int64(len(recs) + 1); hourly != want || daily != want {
 					t.Errorf("%s: rollups count %d hourly, %d daily attempts; want %d", c.name, hourly, daily, want)
 				}
+				// rollup_minute5 holds the attempts from minutes_from on, and nothing before.
+				var minute, since int64
+				if err := pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(attempts), 0) FROM rollup_minute5),
+					(SELECT count(*) FROM attempts WHERE started_at >= $1)`, minutesFrom).Scan(&minute, &since); err != nil {
+					t.Fatal(err)
+				}
+				if minute != since || since == 0 || since == int64(len(recs)+1) {
+					t.Errorf("%s: rollup_minute5 counts %d attempts, want the %d from %v on (of %d)", c.name, minute, since, minutesFrom, len(recs)+1)
+				}
 				dumps[i] = dumpLedger(t, pool)
 				if c.name == "fast" {
 					fastPool = pool
 				}
 			}
-			for _, empty := range []string{"rollup_load_minute: 0 rows", "rollup_load_peaks: 0 rows"} {
+			for _, empty := range []string{"rollup_load_minute: 0 rows", "rollup_load_peaks: 0 rows", "rollup_minute5: 0 rows"} {
 				if strings.Contains(dumps[0], empty) {
 					t.Fatalf("the fast path wrote no load rollup: %s", empty)
 				}
@@ -226,6 +240,7 @@ func dumpLedger(t *testing.T, pool *pgxpool.Pool) string {
 		{"attempts", "to_jsonb(r) - 'series_id' - 'price_id' - 'received_at', pv.key", join + " LEFT JOIN price_versions pv ON pv.id = r.price_id", "TRUE"},
 		{"rollup_hourly", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
 		{"rollup_daily", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
+		{"rollup_minute5", "to_jsonb(r) - 'series_id' - 'latency_hist', r.latency_hist::text", join, "TRUE"},
 		{"rollup_daily_model", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_daily_service", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_daily_tenant", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},

@@ -40,10 +40,12 @@ func (h *hist) add(bucket int) {
 }
 
 // groupKey identifies one pending rollup row: bucket is the Unix second of the UTC hour; day, of
-// the local date at UTC midnight, is set for the hourly rows (the fold sums them into the daily
-// rollups by it); status and class are empty for the cache groups, and hash only set there.
+// the local date at UTC midnight, and minute, the first of the row's 5 minutes of the hour, are set
+// for the hourly rows (the fold sums them into the daily rollups and rollup_minute5 by them); status and class are empty for the
+// cache groups, and hash only set there.
 type groupKey struct {
 	project, bucket, day, series int64
+	minute                       int16
 	fallback                     bool
 	status, class, hash          string
 }
@@ -109,7 +111,7 @@ func localDays(b *batch, tz *time.Location) []int64 {
 	return days
 }
 
-// rollupGroups sums a batch (all rows new) into pending rollup rows, per UTC hour and local day
+// rollupGroups sums a batch (all rows new) into pending rollup rows, per UTC 5 minutes and local day
 // (days: localDays), and into cache groups.
 func rollupGroups(b *batch, days []int64) (hourly, cache *groups) {
 	hourly, cache = newGroups(len(rollup.Sums)), newGroups(len(rollup.CacheSums))
@@ -123,7 +125,7 @@ func rollupGroups(b *batch, days []int64) (hourly, cache *groups) {
 		}
 		t := b.started[i]
 		hour := t.Truncate(time.Hour).Unix()
-		hourly.add(groupKey{project: b.project[i], bucket: hour, day: days[i],
+		hourly.add(groupKey{project: b.project[i], bucket: hour, day: days[i], minute: int16(t.UTC().Minute() / 5 * 5),
 			series: b.series[i], fallback: b.fallback[i], status: b.status[i], class: b.class[i]},
 			rc, latencyBucket(b.latency[i]))
 		if b.cw[i] > 0 || b.cr[i] > 0 || b.promptHash[i] != nil {

@@ -75,8 +75,9 @@ type Options struct {
 	// read then answers from the rollups as they are, and Behind says how far behind they are.
 	// Zero waits for the fold, bounded only by the read's context.
 	ReadWait time.Duration
-	// PruneEvery, when set, is how often the folder prunes the hours rollup_hourly keeps no
-	// longer (rollup.Prune), the first time PruneEvery after the writer starts. Zero never prunes.
+	// PruneEvery, when set, is how often the folder prunes the hours rollup_hourly and the buckets
+	// rollup_minute5 keep no longer (rollup.Prune), the first time PruneEvery after the writer
+	// starts. Zero never prunes.
 	PruneEvery time.Duration
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -419,9 +420,10 @@ func (w *Writer) folder() {
 	}
 }
 
-// prune removes one chunk of the hours rollup_hourly keeps no longer and tells whether more may be
-// left: the folder prunes a chunk a tick, so that the first prune of a large ledger does not hold
-// up its folds. Several replicas may prune at once: each chunk takes the fold lock.
+// prune removes one chunk of the hours rollup_hourly and the buckets rollup_minute5 keep no longer
+// and tells whether more may be left: the folder prunes a chunk a tick, so that the first prune of
+// a large ledger does not hold up its folds. Several replicas may prune at once: each chunk takes
+// the fold lock.
 func (w *Writer) prune(ctx context.Context) (more bool) {
 	var n int64
 	if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
@@ -429,12 +431,14 @@ func (w *Writer) prune(ctx context.Context) (more bool) {
 		return err
 	}); err != nil {
 		if ctx.Err() == nil {
-			w.log.Warn("prune hourly rollups", "err", err)
+			w.log.Warn("prune rollups", "err", err)
 		}
 		return false
 	}
 	if w.pruned += n; !more && w.pruned > 0 {
-		w.log.Info("pruned hourly rollups", "rows", w.pruned, "before", rollup.PruneCutoff(time.Now()).Format(time.RFC3339))
+		now := time.Now()
+		w.log.Info("pruned rollups", "rows", w.pruned, "hours_before", rollup.PruneCutoff(now).Format(time.RFC3339),
+			"minutes_before", rollup.MinutesCutoff(now).Format(time.RFC3339))
 		w.pruned = 0
 	}
 	return more

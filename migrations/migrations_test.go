@@ -205,8 +205,8 @@ func TestNarrowBackfill(t *testing.T) {
 }
 
 // TestPendingTablesMatchRollups checks that every pending table has the columns, in order and
-// type, of the rollup it feeds (pending_rollup_hourly: rollup_hourly's and the local day;
-// pending_cache: rollup_cache_hourly's but single_use), so a migration that changes a rollup
+// type, of the rollup it feeds (pending_rollup_hourly: rollup_hourly's, the local day and the
+// minute; pending_cache: rollup_cache_hourly's but single_use), and rollup_minute5 rollup_hourly's, so a migration that changes a rollup
 // cannot forget its pending table.
 func TestPendingTablesMatchRollups(t *testing.T) {
 	t.Parallel()
@@ -225,15 +225,17 @@ func TestPendingTablesMatchRollups(t *testing.T) {
 		}
 		return cols
 	}
-	for _, c := range []struct{ pending, rollup, without, with string }{
-		{"pending_rollup_hourly", "rollup_hourly", "", "day date"},
-		{"pending_cache", "rollup_cache_hourly", "single_use bigint", ""},
-		{"pending_load_minute", "rollup_load_minute", "", "day date"},
+	for _, c := range []struct {
+		pending, rollup, without string
+		with                     []string
+	}{
+		{"pending_rollup_hourly", "rollup_hourly", "", []string{"day date", "minute smallint"}},
+		{"pending_cache", "rollup_cache_hourly", "single_use bigint", nil},
+		{"pending_load_minute", "rollup_load_minute", "", []string{"day date"}},
+		{"rollup_minute5", "rollup_hourly", "", nil}, // not a pending table, but summed from the same rows
 	} {
 		want := slices.DeleteFunc(columns(c.rollup), func(col string) bool { return col == c.without })
-		if c.with != "" {
-			want = append(want, c.with)
-		}
+		want = append(want, c.with...)
 		if got := columns(c.pending); !slices.Equal(got, want) {
 			t.Errorf("%s has columns %v, want %v (those of %s)", c.pending, got, want, c.rollup)
 		}

@@ -47,12 +47,15 @@ type ledger struct {
 	tz *time.Location
 }
 
-// newLedger returns an empty ledger whose daily rollups count days in tz.
+// newLedger returns an empty ledger whose daily rollups count days in tz, and whose minute rollup
+// holds every minute (the fixtures' clocks lie in the past).
 func newLedger(t *testing.T, tz *time.Location) *ledger {
 	t.Helper()
 	st := store.New(dbtest.New(t))
-	if err := st.SetSetting(context.Background(), "timezone", tz.String()); err != nil {
-		t.Fatal(err)
+	for k, v := range map[string]string{"timezone": tz.String(), "minutes_from": "-infinity"} {
+		if err := st.SetSetting(context.Background(), k, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w := ingest.NewWriter(st, testPrice, ingest.Options{Timezone: tz, Registerer: prometheus.NewRegistry()})
 	t.Cleanup(func() { _ = w.Close(context.Background()) })

@@ -28,7 +28,7 @@ const snapshotSQL = `SELECT ((to_jsonb(r) - 'series_id' - 'latency_hist')
 func snapshot(t *testing.T, l *ledger) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, table := range []string{"rollup_hourly", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
+	for _, table := range []string{"rollup_hourly", "rollup_minute5", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
 		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes", "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
@@ -144,9 +144,10 @@ func TestRebuildEqualsWriter(t *testing.T) {
 }
 
 // TestRebuildAfterPrune coarsens the hourly detail of a ledger of six weeks (rollup.Prune) and
-// checks that the prune removed only rollup_hourly's hours before its cutoff, that a rebuild from
-// the raw attempts then counts exactly the coarsened rollups, and that a late attempt in a pruned
-// hour reaches every rollup but rollup_hourly, as a rebuild counts it.
+// checks that the prune removed only rollup_hourly's hours and rollup_minute5's minutes before
+// their cutoffs, that a rebuild from the raw attempts then counts exactly the coarsened rollups,
+// and that a late attempt in a pruned hour reaches every rollup but those two, as a rebuild counts
+// it.
 func TestRebuildAfterPrune(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -158,18 +159,27 @@ func TestRebuildAfterPrune(t *testing.T) {
 	now := time.Date(2026, 11, 4, 15, 30, 0, 0, tz)
 	cut := rollup.PruneCutoff(now)
 	before := snapshot(t, l)
-	kept := hourlyRows(t, l, cut)
+	kept := rowsFrom(t, l, "rollup_hourly", cut)
 	if len(kept) == 0 || len(kept) == len(before["rollup_hourly"]) {
 		t.Fatalf("%d of %d hourly rows from %v: the fixture should straddle the cutoff", len(kept), len(before["rollup_hourly"]), cut)
+	}
+	minutesCut := rollup.MinutesCutoff(now)
+	keptMinutes := rowsFrom(t, l, "rollup_minute5", minutesCut)
+	if len(keptMinutes) == 0 || len(keptMinutes) == len(before["rollup_minute5"]) {
+		t.Fatalf("%d of %d minute rows from %v: the fixture should straddle the cutoff", len(keptMinutes), len(before["rollup_minute5"]), minutesCut)
 	}
 	if _, err := rollup.Prune(ctx, l.st.Pool, now); err != nil {
 		t.Fatal(err)
 	}
 	pruned := snapshot(t, l)
-	if got := hourlyRows(t, l, time.Time{}); !slices.Equal(got, kept) {
+	if got := rowsFrom(t, l, "rollup_hourly", time.Time{}); !slices.Equal(got, kept) {
 		t.Errorf("after the prune rollup_hourly holds %d rows, want its %d rows from %v", len(got), len(kept), cut)
 	}
+	if got := rowsFrom(t, l, "rollup_minute5", time.Time{}); !slices.Equal(got, keptMinutes) {
+		t.Errorf("after the prune rollup_minute5 holds %d rows, want its %d rows from %v", len(got), len(keptMinutes), minutesCut)
+	}
 	delete(before, "rollup_hourly")
+	delete(before, "rollup_minute5")
 	sameRollups(t, "pruned", pruned, before)
 
 	if _, err := analytics.Rebuild(ctx, l.st.Pool, tz); err != nil {
@@ -181,8 +191,11 @@ func TestRebuildAfterPrune(t *testing.T) {
 	late.StartedAt = cut.Add(-5 * time.Hour)
 	l.add(p, late)
 	folded := snapshot(t, l)
-	if got := hourlyRows(t, l, time.Time{}); !slices.Equal(got, kept) {
+	if got := rowsFrom(t, l, "rollup_hourly", time.Time{}); !slices.Equal(got, kept) {
 		t.Errorf("a late attempt before the cutoff changed rollup_hourly")
+	}
+	if got := rowsFrom(t, l, "rollup_minute5", time.Time{}); !slices.Equal(got, keptMinutes) {
+		t.Errorf("a late attempt before the cutoff changed rollup_minute5")
 	}
 	if slices.Equal(folded["rollup_hourly_model"], pruned["rollup_hourly_model"]) {
 		t.Errorf("a late attempt before the cutoff is missing from rollup_hourly_model")
@@ -193,10 +206,10 @@ func TestRebuildAfterPrune(t *testing.T) {
 	sameRollups(t, "rebuilt after a late attempt", snapshot(t, l), folded)
 }
 
-// hourlyRows is snapshot's rows of rollup_hourly from the hour from on.
-func hourlyRows(t *testing.T, l *ledger, from time.Time) []string {
+// rowsFrom is snapshot's rows of table (rollup_hourly or rollup_minute5) from the instant from on.
+func rowsFrom(t *testing.T, l *ledger, table string, from time.Time) []string {
 	t.Helper()
-	rows, err := l.st.Pool.Query(context.Background(), strings.Replace(strings.Replace(snapshotSQL, "%s", "rollup_hourly", 1),
+	rows, err := l.st.Pool.Query(context.Background(), strings.Replace(strings.Replace(snapshotSQL, "%s", table, 1),
 		"ORDER BY", "WHERE r.bucket >= $1 ORDER BY", 1), from)
 	if err != nil {
 		t.Fatal(err)

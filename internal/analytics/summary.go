@@ -393,12 +393,18 @@ func hourlyFor(d rollup.Narrow) string {
 	return ""
 }
 
-// byMinute reads the raw attempts of the range, counted per @step-minute bucket with the rollups'
-// expressions (rollup.RawRowsSQL), with their series s: it answers summaries grouped by minute.
-var byMinute = func() plan {
-	bucket, where := rollup.MinuteBucketSQL("@step::interval"), "project_id = @project AND started_at >= @raw_from AND started_at < @raw_to"
-	return seriesPlan(rollup.RawRowsSQL(bucket, where), rollup.RawHistSQL(bucket, where))
-}()
+// byMinute5 reads a summary grouped by 5 minutes from rollup_minute5 where it holds them, else
+// from the raw attempts (rollup.Minute5RowsSQL), with their series s: it answers those that name no
+// tenant, which the rollup does not keep (it keeps series shapes). byMinute reads the raw attempts
+// only, counted per @step-minute bucket with the rollups' expressions (rollup.RawRowsSQL): the
+// summaries by the minute, and those naming a tenant.
+var (
+	byMinute5 = seriesPlan(rollup.Minute5RowsSQL())
+	byMinute  = func() plan {
+		bucket, where := rollup.MinuteBucketSQL("@step::interval", "started_at"), "project_id = @project AND started_at >= @raw_from AND started_at < @raw_to"
+		return seriesPlan(rollup.RawRowsSQL(bucket, where), rollup.RawHistSQL(bucket, where))
+	}()
+)
 
 // seriesPlan is the plan over rows keyed by series id, joined to their series s: sums yields the
 // rows with sumCols, hists the succeeded rows' latency histograms.
@@ -433,9 +439,6 @@ func (p plan) seriesAlias() string {
 // grouping and the filter name, else bySeries, which keeps every series column but the tenant,
 // else the raw attempts.
 func planFor(g grouping, f Filter) plan {
-	if g.minute {
-		return byMinute
-	}
 	var need []string
 	for _, d := range g.dims {
 		if !timeDim(d) {
@@ -449,6 +452,12 @@ func planFor(g grouping, f Filter) plan {
 		if v != "" {
 			need = append(need, filterCols[i])
 		}
+	}
+	if g.minute {
+		if f.Step == 5*time.Minute && !slices.Contains(need, "tenant") {
+			return byMinute5
+		}
+		return byMinute
 	}
 next:
 	for _, p := range narrowPlans {

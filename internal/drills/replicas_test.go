@@ -123,6 +123,7 @@ func TestReplicas(t *testing.T) {
 var rollupDigests = map[string]string{
 	"rollup_hourly":        `SELECT r::text FROM rollup_hourly r`,
 	"rollup_daily":         `SELECT r::text FROM rollup_daily r`,
+	"rollup_minute5":       `SELECT r::text FROM rollup_minute5 r`,
 	"rollup_daily_model":   `SELECT r::text FROM rollup_daily_model r`,
 	"rollup_daily_service": `SELECT r::text FROM rollup_daily_service r`,
 	"rollup_daily_tenant":  `SELECT r::text FROM rollup_daily_tenant r`,

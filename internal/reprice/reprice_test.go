@@ -48,8 +48,11 @@ func newLedger(t *testing.T) ledger {
 	t.Helper()
 	pool := dbtest.New(t)
 	st := store.New(pool)
-	if err := st.SetSetting(context.Background(), "timezone", zone); err != nil {
-		t.Fatal(err)
+	// The minute rollup holds every minute: the fixtures' clocks lie in the past.
+	for k, v := range map[string]string{"timezone": zone, "minutes_from": "-infinity"} {
+		if err := st.SetSetting(context.Background(), k, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return ledger{pool: pool, st: st}
 }
@@ -282,8 +285,12 @@ func (l ledger) checkRollups(t *testing.T) {
 	hourlyModel := strings.NewReplacer("date_trunc('hour', started_at), shape_id,", "date_trunc('hour', started_at), provider, model, fallback_from,",
 		"FROM shaped GROUP BY 1, 2, 3, 4, 5, 6", `FROM (SELECT a.*, s.provider, s.model, s.fallback_from
 			FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`).Replace(rawHourly)
+	// rollup_minute5 holds the 5 minutes from minutes_from on.
+	minute := strings.NewReplacer("date_trunc('hour', started_at)", rollup.Minute5BucketExpr,
+		"FROM shaped GROUP BY", "FROM shaped WHERE started_at >= "+rollup.MinutesFromSQL+" GROUP BY").Replace(rawHourly)
 	for _, c := range []struct{ table, raw, cols string }{
 		{"rollup_hourly", hourly, rollupCols},
+		{"rollup_minute5", minute, rollupCols},
 		{"rollup_hourly_model", hourlyModel, strings.Replace(rollupCols, "series_id,", "provider, model, fallback_from,", 1)},
 		{"rollup_daily", daily, rollupCols},
 		{"rollup_daily_model", narrow("provider, model, fallback_from", 3), strings.Replace(rollupCols, "series_id,", "provider, model, fallback_from,", 1)},

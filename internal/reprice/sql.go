@@ -35,6 +35,7 @@ CREATE TEMP TABLE reprice_hourly (
     cost_mismatch_attempts int8
 ) ON COMMIT DROP;
 CREATE TEMP TABLE reprice_daily (LIKE reprice_hourly) ON COMMIT DROP;
+CREATE TEMP TABLE reprice_minute (LIKE reprice_hourly) ON COMMIT DROP;
 ALTER TABLE reprice_daily ALTER COLUMN bucket TYPE date;
 CREATE TEMP TABLE reprice_cache (
     project_id int8, bucket timestamptz, series_id int8, fallback bool, prompt_hash text,
@@ -95,6 +96,8 @@ var applySQL = append(append([]applyStmt{
 	buildApply("rollup_hourly", onShapes("reprice_hourly", rollup.Key, rollupDeltaCols, "d.bucket >= "+rollup.PrunedBeforeSQL),
 		rollup.Key, rollupDeltaCols, ""),
 	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
+	// Nor the 5 minutes before minutes_from (rollup.MinuteKeep), which reprice_minute holds none of.
+	buildApply("rollup_minute5", onShapes("reprice_minute", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
 }, narrowApply()...), append(cacheApply, loadApply)...)
 
 // loadApply is the statement of applySQL for rollup_load_minute: reprice_load's deltas on the
@@ -221,12 +224,15 @@ func buildChunkSQL() string {
 			AS x (cost_nanos, nocache_cost_nanos, dir)
 	), hourly AS (%s
 	), daily AS (%s
+	), minute AS (%s
 	), cache AS (%s
 	), load AS (%s
 	)
 	SELECT count(*) FROM upd`,
 		delta("reprice_hourly", rollup.HourBucketExpr, rollup.Key, rollupDeltaCols, rollup.Sums, ""),
 		delta("reprice_daily", rollup.DayBucketExpr("$1"), rollup.Key, rollupDeltaCols, rollup.Sums, ""),
+		delta("reprice_minute", rollup.Minute5BucketExpr, rollup.Key, rollupDeltaCols, rollup.Sums,
+			"WHERE started_at >= "+rollup.MinutesFromSQL),
 		cache, delta("reprice_load", rollup.MinuteBucketExpr, loadDeltaKey, loadDeltaCols, rollup.LoadSums, ""))
 }
 

@@ -33,7 +33,8 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
 // and local day, deletes them, and adds those sums to rollup_hourly and the narrow hourly rollups,
 // and their sums per day to rollup_daily and, through each series' columns, to the narrow daily
-// rollups. The second folds the cache groups. Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
+// rollups; and its recent rows per 5 minutes to rollup_minute5. The second folds the cache groups.
+// Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
 // Every upsert goes in key order, as every fold locks rows in it.
 //
 // Each statement reads the pending rows and deletes them in separate WITH items, not through
@@ -63,9 +64,12 @@ var foldSQL = func() [2]string {
 	// rollup_daily sum the rows onto their series' shapes.
 	// rollup_hourly leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
+	// rollup_minute5 (minute.go) takes the buckets from minutes_from on, summed from the chunk's rows
+	// per 5 minutes (mn).
 	steps := []string{
 		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA+" WHERE a.bucket >= "+PrunedBeforeSQL),
 		upsert("rollup_daily", Key, shapeSel, "b a "+seriesOfA),
+		upsert("rollup_minute5", Key, shapeSel, "mn a "+seriesOfA+" WHERE a.bucket >= "+MinutesFromSQL),
 	}
 	narrowSel := func(d Narrow) []string {
 		return append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
@@ -87,9 +91,11 @@ var foldSQL = func() [2]string {
 	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
+	mn AS (SELECT project_id, bucket + minute * interval '1 minute' AS bucket, series_id, fallback, status, error_class,
+		%[5]s, latency_hist FROM `+ph.from+` AND p.minute IS NOT NULL),
 	%[3]s
 	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
-		strings.Join(counts, " + "))
+		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "))
 
 	// The cache groups go to their series' shapes.
 	pc := chunkOf("pending_cache")

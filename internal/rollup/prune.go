@@ -50,20 +50,24 @@ func PruneCutoff(now time.Time) time.Time {
 	return now.Add(-HourlyKeep - pruneSlack).UTC().Truncate(time.Hour)
 }
 
-// PruneChunk deletes up to pruneChunk of rollup_hourly's rows before PruneCutoff(now) and records
-// the cutoff, in tx, after waiting for any other fold to finish (it takes the fold lock for the
-// rest of tx: no fold, reprice or rebuild works on the rows meanwhile). It returns how many rows
-// it deleted and whether more may be left.
+// PruneChunk deletes up to pruneChunk of rollup_hourly's rows before PruneCutoff(now), and as many
+// of rollup_minute5's before MinutesCutoff(now), and records the cutoffs, in tx, after waiting for
+// any other fold to finish (it takes the fold lock for the rest of tx: no fold, reprice or rebuild
+// works on the rows meanwhile). It returns how many rows it deleted and whether more may be left.
 func PruneChunk(ctx context.Context, tx pgx.Tx, now time.Time) (int64, bool, error) {
 	if err := lockFold(ctx, tx); err != nil {
 		return 0, false, err
 	}
 	cut := PruneCutoff(now)
-	var n int64
+	var n, m int64
 	if err := tx.QueryRow(ctx, pruneSQL, cut, pruneChunk).Scan(&n); err != nil {
 		return 0, false, fmt.Errorf("prune hourly rollups before %s: %w", cut.Format(time.RFC3339), err)
 	}
-	return n, n == pruneChunk, nil
+	mcut := MinutesCutoff(now)
+	if err := tx.QueryRow(ctx, pruneMinutesSQL, mcut, pruneChunk).Scan(&m); err != nil {
+		return 0, false, fmt.Errorf("prune 5-minute rollup before %s: %w", mcut.Format(time.RFC3339), err)
+	}
+	return n + m, n == pruneChunk || m == pruneChunk, nil
 }
 
 // Prune runs PruneChunk until nothing is left, each chunk in a transaction of its own, and

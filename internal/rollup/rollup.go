@@ -20,6 +20,9 @@
 // The pending tables keep the whole series: a fold sums each pending row onto its shape for the
 // shape-keyed rollups and by the kept columns, tenant included, for the narrow ones.
 //
+// rollup_minute5 (minute.go) sums as rollup_hourly does, per 5 minutes, for the last day only: the
+// summaries by 5 minutes read it.
+//
 // The load rollup (load.go) counts requests, 429s and tokens per minute, org, provider, model and
 // service, with the lowest rate-limit headroom reported, and keeps each day's busiest minute per
 // grouping of those (rollup_load_minute, rollup_load_peaks).
@@ -71,9 +74,11 @@ var (
 var PendingKey = slices.Concat(Key, []string{"day"})
 
 // PendingCols and PendingCacheCols are the columns of pending_rollup_hourly and pending_cache an
-// ingest commit fills, in order: keys, then sums, then (hourly) the histogram.
+// ingest commit fills, in order: keys (the hourly rows' with the first minute of their 5 minutes,
+// minute.go),
+// then sums, then (hourly) the histogram.
 var (
-	PendingCols      = slices.Concat(PendingKey, Cols(Sums), []string{"latency_hist"})
+	PendingCols      = slices.Concat(PendingKey, []string{"minute"}, Cols(Sums), []string{"latency_hist"})
 	PendingCacheCols = slices.Concat(CacheKey, Cols(CacheSums))
 )
 
@@ -125,7 +130,8 @@ func NarrowTables() string {
 // local days in the timezone given by the SQL expression tz: what an ingest commit that inserts in
 // SQL adds.
 func PendingFrom(src, tz string) string {
-	keySel := []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class", DayBucketExpr(tz)}
+	keySel := []string{"project_id", HourBucketExpr, "series_id", "fallback", "status", "error_class", DayBucketExpr(tz),
+		PendingMinuteExpr}
 	return fmt.Sprintf(`p0 AS (
 		INSERT INTO pending_rollup_hourly (%[1]s, latency_hist)
 		SELECT %[2]s, %[3]s, %[4]s FROM %[5]s GROUP BY %[6]s
@@ -133,8 +139,8 @@ func PendingFrom(src, tz string) string {
 		INSERT INTO pending_cache (%[7]s)
 		SELECT project_id, %[8]s, series_id, fallback, %[9]s, %[10]s FROM %[5]s WHERE %[11]s GROUP BY %[12]s
 	), %[13]s`,
-		strings.Join(slices.Concat(PendingKey, Cols(Sums)), ", "), strings.Join(keySel, ", "),
-		strings.Join(Exprs(Sums), ", "), LatencyHistExpr, src, Ordinals(len(PendingKey)),
+		strings.Join(slices.Concat(PendingKey, []string{"minute"}, Cols(Sums)), ", "), strings.Join(keySel, ", "),
+		strings.Join(Exprs(Sums), ", "), LatencyHistExpr, src, Ordinals(len(keySel)),
 		strings.Join(PendingCacheCols, ", "), HourBucketExpr, CacheHashExpr, strings.Join(Exprs(CacheSums), ", "),
 		CacheWhere, Ordinals(len(CacheKey)), loadPendingFrom(src, tz))
 }

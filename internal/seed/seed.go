@@ -16,6 +16,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/internal/synth"
 	"github.com/ledgerd/ledgerd/money"
@@ -115,6 +116,11 @@ func Load(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 	}
 	if opt.Timezone == nil {
 		opt.Timezone = time.UTC
+	}
+	// The ledger's clock is opt.End: its 5-minute rollup holds the last rollup.MinuteKeep before
+	// it, as a writer's prune would have left it, counted by the rebuild below.
+	if err := st.SetSetting(ctx, "minutes_from", rollup.MinutesCutoff(opt.End).Format(time.RFC3339)); err != nil {
+		return Result{}, err
 	}
 	res := Result{Records: make([]int, len(opt.Projects))}
 	gens := make([]*synth.Generator, len(opt.Projects))
