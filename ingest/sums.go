@@ -41,8 +41,8 @@ func (h *hist) add(bucket int) {
 
 // groupKey identifies one pending rollup row: bucket is the Unix second of the UTC hour; day, of
 // the local date at UTC midnight, and minute, the first of the row's 5 minutes of the hour, are set
-// for the hourly rows (the fold sums them into the daily rollups and rollup_minute5 by them); status and class are empty for the
-// cache groups, and hash only set there.
+// for the hourly rows (the fold sums them into the daily rollups and rollup_minute5 by them);
+// status and class are empty for the cache groups, and hash only set there.
 type groupKey struct {
 	project, bucket, day, series int64
 	minute                       int16

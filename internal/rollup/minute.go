@@ -21,8 +21,8 @@ import (
 // may move either way, as long as rollup_minute5 is recounted from the raw attempts in the same
 // transaction: Prune moves it forward and deletes the buckets before it; a rebuild recounts the
 // buckets after it. Keyed by the minute, the pending rows of a live commit (records of the last 15
-// minutes) grew about four times and live ingest lost a quarter of its speed; by 5 minutes, about
-// 6% (docs/incidents.md).
+// minutes) grew about four times and live ingest lost a quarter of its speed; by 5 minutes, 11% on
+// the means of three rounds (docs/performance.md).
 
 // MinuteKeep is how far back rollup_minute5 holds every bucket once pruned: a day, the longest range
 // a minute summary spans (analytics.MaxMinuteRange), and an hour to spare.
@@ -46,17 +46,6 @@ const PendingMinuteExpr = "(extract(minute FROM started_at AT TIME ZONE 'UTC')::
 func MinutesCutoff(now time.Time) time.Time {
 	return now.Add(-MinuteKeep).UTC().Truncate(5 * time.Minute)
 }
-
-// pruneMinutesSQL moves minutes_from forward to $1 (never back) and deletes up to $2 of
-// rollup_minute5's rows before it, returning how many it deleted.
-const pruneMinutesSQL = `WITH cut AS (
-		INSERT INTO settings (key, value) VALUES ('minutes_from', $1::timestamptz::text)
-		ON CONFLICT (key) DO UPDATE SET value = greatest(settings.value::timestamptz, excluded.value::timestamptz)::text
-	), gone AS (
-		DELETE FROM rollup_minute5 WHERE ctid = ANY(ARRAY(SELECT ctid FROM rollup_minute5 WHERE bucket < $1 LIMIT $2))
-		RETURNING 1
-	)
-	SELECT count(*) FROM gone`
 
 // minuteRebuildSteps recount rollup_minute5 from the raw attempts since minutes_from, in the
 // ranges covered (the arguments of coveredSQL): the buckets whose raw attempts are gone are kept.

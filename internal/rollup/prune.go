@@ -31,19 +31,27 @@ const pruneSlack = 24 * time.Hour
 // so a late attempt does not bring back part of an hour.
 const PrunedBeforeSQL = `coalesce((SELECT value::timestamptz FROM settings WHERE key = 'hourly_pruned_before'), '-infinity')`
 
-// pruneChunk is how many rollup_hourly rows one prune transaction deletes at most.
+// pruneChunk is how many rows of each pruned rollup one prune transaction deletes at most.
 const pruneChunk = 20_000
 
-// pruneSQL records the cutoff $1 (never moving it back) and deletes up to $2 rollup_hourly rows older than it, returning
-// how many it deleted.
-const pruneSQL = `WITH cut AS (
-		INSERT INTO settings (key, value) VALUES ('hourly_pruned_before', $1::timestamptz::text)
+// pruneSQL records the cutoff $1 in settings key (never moving it back) and deletes up to $2 of
+// table's rows older than it, returning how many it deleted.
+func pruneSQL(key, table string) string {
+	return `WITH cut AS (
+		INSERT INTO settings (key, value) VALUES ('` + key + `', $1::timestamptz::text)
 		ON CONFLICT (key) DO UPDATE SET value = greatest(settings.value::timestamptz, excluded.value::timestamptz)::text
 	), gone AS (
-		DELETE FROM rollup_hourly WHERE ctid = ANY(ARRAY(SELECT ctid FROM rollup_hourly WHERE bucket < $1 LIMIT $2))
+		DELETE FROM ` + table + ` WHERE ctid = ANY(ARRAY(SELECT ctid FROM ` + table + ` WHERE bucket < $1 LIMIT $2))
 		RETURNING 1
 	)
 	SELECT count(*) FROM gone`
+}
+
+// The prunes of rollup_hourly (its cutoff PrunedBeforeSQL) and rollup_minute5 (MinutesFromSQL).
+var (
+	pruneHoursSQL   = pruneSQL("hourly_pruned_before", "rollup_hourly")
+	pruneMinutesSQL = pruneSQL("minutes_from", "rollup_minute5")
+)
 
 // PruneCutoff is the hour before which Prune, run at now, deletes rollup_hourly's rows.
 func PruneCutoff(now time.Time) time.Time {
@@ -60,7 +68,7 @@ func PruneChunk(ctx context.Context, tx pgx.Tx, now time.Time) (int64, bool, err
 	}
 	cut := PruneCutoff(now)
 	var n, m int64
-	if err := tx.QueryRow(ctx, pruneSQL, cut, pruneChunk).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, pruneHoursSQL, cut, pruneChunk).Scan(&n); err != nil {
 		return 0, false, fmt.Errorf("prune hourly rollups before %s: %w", cut.Format(time.RFC3339), err)
 	}
 	mcut := MinutesCutoff(now)
