@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,17 +10,25 @@ import (
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// modelMinutesSQL reads the load rollup's minutes that start in the windows [@los[i], @his[i])
-// per UTC minute, provider, model, fallback flag and the model a fallback stood in for: attempts,
-// first attempts (calls), failed attempts (status error), answers (status ok), the cost of the
-// priced attempts that gave no answer, and the unpriced attempts. Each window is read by its own
-// range scan of the rollup's key: OFFSET 0 keeps the planner from flattening the windows into one
-// scan of every minute.
+// modelMinutesSQL reads the load rollup's minutes that start in the windows [@mlos[i],
+// @mhis[i]) of the models @models[i] (a model's windows do not overlap), per UTC minute,
+// provider, model, fallback flag and the model a fallback stood in for: the model's own attempts
+// and the fallback attempts that stood in for it; attempts, first attempts (calls), failed
+// attempts (status error), answers (status ok), the cost of the priced attempts that gave no
+// answer, and the unpriced attempts. The rollup is scanned once over each span [@los[j],
+// @his[j]) of the windows merged across models, by its own range scan of the rollup's key
+// (OFFSET 0 keeps the planner from flattening the spans into one scan of every minute): the
+// models' windows overlap where an outage hits several models at once, and scanning each
+// model's windows apart read those minutes once per model. Each window is joined to the rows of
+// its span (@spans[i], from 1) and model only.
 const modelMinutesSQL = `SELECT r.bucket, r.provider, r.model, r.fallback, r.fallback_from,
 		sum8(r.requests), sum8(r.calls), sum8(r.failed), sum8(r.answered), sum8(r.wasted_nanos), sum8(r.unpriced_attempts)
-	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
+	FROM unnest(@los::timestamptz[], @his::timestamptz[]) WITH ORDINALITY w(lo, hi, span)
 	CROSS JOIN LATERAL (SELECT * FROM rollup_load_minute r WHERE r.project_id = @project AND r.bucket >= w.lo
 		AND r.bucket < w.hi OFFSET 0) r
+	JOIN unnest(@spans::int8[], @mlos::timestamptz[], @mhis::timestamptz[], @models::text[]) m(span, lo, hi, model)
+		ON m.span = w.span AND m.model = CASE WHEN r.fallback THEN r.fallback_from ELSE r.model END
+		AND r.bucket >= m.lo AND r.bucket < m.hi
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
 
 // recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @los, @his, @wends,
@@ -46,25 +55,49 @@ const recoverySQL = `WITH c AS (
 		count(*) FILTER (WHERE answered < e + make_interval(secs => (win + 1) * @window + @reach))
 	FROM n GROUP BY 1, 2 ORDER BY 1, 2`
 
-// hourlyModels is the hourly summary of [from, to) by provider and model (fallback traffic apart),
-// read in ranges Summary allows.
-func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time.Time) ([]Group, error) {
-	var out []Group
-	for a := from; a.Before(to); a = a.Add(MaxHourRange) {
-		b := a.Add(MaxHourRange)
-		if b.After(to) {
-			b = to
-		}
-		groups, err := s.sumsOnly(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour, ByProvider, ByModel)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, groups...)
+// modelHoursSQL reads rollup_hourly_model over [@from, @to) per UTC hour, model, fallback flag
+// and the model a fallback stood in for: attempts, calls (first attempts), failed attempts (status
+// error) and answers. Only these four of its sums: the summary's statement reads them all.
+const modelHoursSQL = `SELECT bucket, model, fallback, fallback_from, sum8(attempts), sum8(requests),
+		coalesce(sum(attempts) FILTER (WHERE status = 'error'), 0)::int8, coalesce(sum(attempts) FILTER (WHERE status = 'ok'), 0)::int8
+	FROM rollup_hourly_model WHERE project_id = @project AND bucket >= @from AND bucket < @to
+	GROUP BY 1, 2, 3, 4`
+
+// modelHour is a model's counts in one hour (Unix seconds): its own, or (fallback) those of a
+// fallback model standing in for fallbackFrom.
+type modelHour struct {
+	hour                          int64
+	model, fallbackFrom           string
+	fallback                      bool
+	attempts, calls, failed, okay int64
+}
+
+// modelHours reads the hours of [from, to) by model (modelHoursSQL).
+func (s *Service) modelHours(ctx context.Context, project int64, from, to time.Time) ([]modelHour, error) {
+	var (
+		out []modelHour
+		h   modelHour
+		at  time.Time
+	)
+	err := s.read(ctx, modelHoursSQL, map[string]any{"project": project, "from": from, "to": to},
+		[]any{&at, &h.model, &h.fallback, &h.fallbackFrom, &h.attempts, &h.calls, &h.failed, &h.okay}, func() error {
+			h.hour = at.Unix()
+			out = append(out, h)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("incidents: model hours: %w", err)
 	}
 	return out, nil
 }
 
-// candidates are the windows worth reading minute by minute, found from the
+// window is a span of a model's minutes worth reading.
+type window struct {
+	model  string
+	lo, hi time.Time
+}
+
+// candidates are the windows worth reading minute by minute, per model, found from the
 // hourly rollups, and each model's error rate over all the hours (its baseline). An hour is a
 // candidate for a model when its error rate passes a sixth of the way from the baseline to the
 // model's threshold and it holds, with the busier of the hours beside it, MinFailed failed
@@ -73,24 +106,24 @@ func (s *Service) hourlyModels(ctx context.Context, project int64, from, to time
 // model: what a ten-minute incident leaves in an hour of steady traffic, and what an incident needs
 // to be one (an hour of a quiet model whose few calls failed by chance is not read). Each candidate
 // hour is read with the hours on either side, so a period that crosses into them is read whole.
-func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]float64) {
+// Only the model's minutes are read: what another model does in that hour cannot make an incident
+// of it.
+func candidates(hours []modelHour, p IncidentParams) ([]window, map[string]float64) {
 	type tally struct{ attempts, failed, extra int64 }
-	type modelHour struct {
+	type modelAt struct {
 		model string
 		hour  int64
 	}
-	byHour := map[modelHour]tally{}
+	byHour := map[modelAt]tally{}
 	for _, g := range hours {
-		if *g.Key.Fallback {
+		if g.fallback {
 			continue
 		}
-		k := modelHour{*g.Key.Model, g.Key.Hour.Unix()}
+		k := modelAt{g.model, g.hour}
 		t := byHour[k]
-		t.attempts += g.Attempts
-		t.extra += g.Attempts - g.Requests
-		for _, n := range g.Errors {
-			t.failed += n
-		}
+		t.attempts += g.attempts
+		t.extra += g.attempts - g.calls
+		t.failed += g.failed
 		byHour[k] = t
 	}
 	totals := map[string]tally{}
@@ -107,13 +140,20 @@ func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]flo
 		}
 	}
 	// near is what the hour k holds, by f, with the busier of the hours beside it.
-	near := func(k modelHour, f func(tally) int64) int64 {
-		return f(byHour[k]) + max(f(byHour[modelHour{k.model, k.hour - 3600}]), f(byHour[modelHour{k.model, k.hour + 3600}]))
+	near := func(k modelAt, f func(tally) int64) int64 {
+		return f(byHour[k]) + max(f(byHour[modelAt{k.model, k.hour - 3600}]), f(byHour[modelAt{k.model, k.hour + 3600}]))
 	}
-	hot := map[int64]bool{}
+	// A fallback's answers count for the model it stood in for, whatever the fallback model.
+	answers := map[modelAt]int64{}
 	for _, g := range hours {
-		if *g.Key.Fallback && g.Succeeded >= p.MinFallbacks {
-			hot[g.Key.Hour.Unix()] = true
+		if g.fallback && g.fallbackFrom != "" {
+			answers[modelAt{g.fallbackFrom, g.hour}] += g.okay
+		}
+	}
+	hot := map[modelAt]bool{}
+	for k, n := range answers {
+		if n >= p.MinFallbacks {
+			hot[k] = true
 		}
 	}
 	for k, t := range byHour {
@@ -122,24 +162,47 @@ func candidates(hours []Group, p IncidentParams) ([][2]time.Time, map[string]flo
 		calls := t.attempts - t.extra
 		if t.failed > 0 && float64(t.failed) >= cut*float64(t.attempts) && near(k, func(t tally) int64 { return t.failed }) >= p.MinFailed ||
 			calls > 0 && float64(t.attempts) >= (1+(p.StormAttempts-1)/6)*float64(calls) && near(k, func(t tally) int64 { return t.extra }) >= p.MinExtra {
-			hot[k.hour] = true
+			hot[k] = true
 		}
 	}
-	var starts []int64
-	for h := range hot {
-		starts = append(starts, h)
+	starts := make([]modelAt, 0, len(hot))
+	for k := range hot {
+		starts = append(starts, k)
 	}
-	slices.Sort(starts)
-	var out [][2]time.Time
-	for _, h := range starts {
-		lo, hi := time.Unix(h-3600, 0).UTC(), time.Unix(h+7200, 0).UTC()
-		if n := len(out); n > 0 && !lo.After(out[n-1][1]) {
-			out[n-1][1] = hi
+	slices.SortFunc(starts, func(a, b modelAt) int { return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.hour, b.hour)) })
+	var out []window
+	for _, k := range starts {
+		lo, hi := time.Unix(k.hour-3600, 0).UTC(), time.Unix(k.hour+7200, 0).UTC()
+		if n := len(out); n > 0 && out[n-1].model == k.model && !lo.After(out[n-1].hi) {
+			out[n-1].hi = hi
 			continue
 		}
-		out = append(out, [2]time.Time{lo, hi})
+		out = append(out, window{k.model, lo, hi})
 	}
 	return out, baseline
+}
+
+// spans merges the windows [los[i], his[i]) into the fewest spans that cover them, in order, and
+// gives the span of each window, counted from 1.
+func spans(los, his []time.Time) (outLo, outHi []time.Time, spanOf []int64) {
+	idx := make([]int, len(los))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return los[a].Compare(los[b]) })
+	spanOf = make([]int64, len(los))
+	for _, i := range idx {
+		if n := len(outLo); n > 0 && !los[i].After(outHi[n-1]) {
+			if his[i].After(outHi[n-1]) {
+				outHi[n-1] = his[i]
+			}
+			spanOf[i] = int64(n)
+			continue
+		}
+		outLo, outHi = append(outLo, los[i]), append(outHi, his[i])
+		spanOf[i] = int64(len(outLo))
+	}
+	return outLo, outHi, spanOf
 }
 
 // modelKey is a model as incidents scope it.
@@ -181,17 +244,17 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 	if readTo.After(now) {
 		readTo = now
 	}
-	hours, err := s.hourlyModels(ctx, project, readFrom, readTo)
+	hours, err := s.modelHours(ctx, project, readFrom, readTo)
 	if err != nil {
 		return nil, err
 	}
 	windows, baseline := candidates(hours, p)
 	for i := range windows {
-		if windows[i][0].Before(readFrom) {
-			windows[i][0] = readFrom
+		if windows[i].lo.Before(readFrom) {
+			windows[i].lo = readFrom
 		}
-		if windows[i][1].After(readTo) {
-			windows[i][1] = readTo
+		if windows[i].hi.After(readTo) {
+			windows[i].hi = readTo
 		}
 	}
 	minutes := map[modelKey]map[int64]*minuteCounts{}
@@ -208,13 +271,15 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 		c      minuteCounts
 	}
 	var fbRows []fbRow
-	// The minutes the windows overlap.
-	los, his := make([]time.Time, len(windows)), make([]time.Time, len(windows))
+	// The minutes the windows overlap, and the spans of them all.
+	mlos, mhis, names := make([]time.Time, len(windows)), make([]time.Time, len(windows)), make([]string, len(windows))
 	for i, w := range windows {
-		los[i], his[i] = w[0].Truncate(time.Minute), w[1].Add(time.Minute-1).Truncate(time.Minute)
+		mlos[i], mhis[i], names[i] = w.lo.Truncate(time.Minute), w.hi.Add(time.Minute-1).Truncate(time.Minute), w.model
 	}
+	los, his, spanOf := spans(mlos, mhis)
 	if len(windows) > 0 {
-		args := map[string]any{"project": project, "los": los, "his": his}
+		args := map[string]any{"project": project, "los": los, "his": his, "spans": spanOf, "mlos": mlos, "mhis": mhis,
+			"models": names}
 		err = s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
 			&c.attempts, &c.calls, &c.failed, &c.ok, &c.wasted, &c.unpriced}, func() error {
 			m := at.Unix()

@@ -303,3 +303,93 @@ func TestRangeOf(t *testing.T) {
 		})
 	}
 }
+
+// TestCandidates checks the windows read minute by minute: each candidate hour of a model with the
+// hours beside it, merged per model and never across models, and a fallback's answers counted for
+// the model they stood in for.
+func TestCandidates(t *testing.T) {
+	t.Parallel()
+	p := DefaultIncidentParams
+	base := time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)
+	hour := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
+	// group is an hour of a model's traffic: attempts, calls, failed attempts and answers, its own
+	// or (fallbackFrom set) a fallback's.
+	group := func(h int, model, fallbackFrom string, attempts, calls, failed, ok int64) modelHour {
+		return modelHour{hour: hour(h).Unix(), model: model, fallbackFrom: fallbackFrom, fallback: fallbackFrom != "",
+			attempts: attempts, calls: calls, failed: failed, okay: ok}
+	}
+	// steady is 100 calls an hour of model in hours [from, to), one failing.
+	steady := func(model string, from, to int) []modelHour {
+		var out []modelHour
+		for h := from; h < to; h++ {
+			out = append(out, group(h, model, "", 100, 100, 1, 99))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		hours []modelHour
+		want  []window
+	}{
+		{"quiet", steady("sonnet", 0, 24), nil},
+		{"an outage of one model reads that model only",
+			append(append(steady("sonnet", 0, 24), steady("haiku", 0, 24)...), group(10, "sonnet", "", 100, 100, 40, 60)),
+			[]window{{"sonnet", hour(9), hour(12)}}},
+		{"candidate hours of one model merge, of two models do not",
+			append(append(steady("sonnet", 0, 24), steady("haiku", 0, 24)...),
+				group(10, "sonnet", "", 100, 100, 40, 60), group(12, "sonnet", "", 100, 100, 40, 60),
+				group(11, "haiku", "", 300, 100, 0, 100)),
+			[]window{{"haiku", hour(10), hour(13)}, {"sonnet", hour(9), hour(14)}}},
+		{"fallback answers count for the model they stood in for",
+			append(append(steady("sonnet", 0, 24), steady("gpt-4o", 0, 24)...), group(15, "gpt-4o", "sonnet", 5, 5, 0, 5)),
+			[]window{{"sonnet", hour(14), hour(17)}}},
+		{"the answers of two fallbacks add up",
+			append(steady("sonnet", 0, 24), group(15, "gpt-4o", "sonnet", 3, 3, 0, 3), group(15, "gemini", "sonnet", 2, 2, 0, 2)),
+			[]window{{"sonnet", hour(14), hour(17)}}},
+		{"too few fallback answers",
+			append(steady("sonnet", 0, 24), group(15, "gpt-4o", "sonnet", 4, 4, 0, 4)), nil},
+		{"a fallback for no model named",
+			append(steady("sonnet", 0, 24), modelHour{hour: hour(15).Unix(), model: "gpt-4o", fallback: true, attempts: 9, calls: 9, okay: 9}), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, _ := candidates(c.hours, p)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("candidates = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestSpans checks the merging of windows into the spans the minute read scans.
+func TestSpans(t *testing.T) {
+	t.Parallel()
+	at := func(h int) time.Time { return time.Date(2026, 10, 5, h, 0, 0, 0, time.UTC) }
+	for _, c := range []struct {
+		name           string
+		los, his       []int
+		wantLo, wantHi []int
+		wantSpan       []int64
+	}{
+		{"none", nil, nil, nil, nil, []int64{}},
+		{"one", []int{1}, []int{3}, []int{1}, []int{3}, []int64{1}},
+		{"apart, out of order", []int{5, 1}, []int{7, 3}, []int{1, 5}, []int{3, 7}, []int64{2, 1}},
+		{"touching", []int{1, 3}, []int{3, 5}, []int{1}, []int{5}, []int64{1, 1}},
+		{"overlapping", []int{1, 2}, []int{4, 6}, []int{1}, []int{6}, []int64{1, 1}},
+		{"inside another", []int{1, 2}, []int{6, 4}, []int{1}, []int{6}, []int64{1, 1}},
+		{"two spans of two", []int{8, 1, 9, 2}, []int{10, 3, 11, 4}, []int{1, 8}, []int{4, 11}, []int64{2, 1, 2, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			times := func(hs []int) []time.Time {
+				var out []time.Time
+				for _, h := range hs {
+					out = append(out, at(h))
+				}
+				return out
+			}
+			lo, hi, span := spans(times(c.los), times(c.his))
+			if !slices.Equal(lo, times(c.wantLo)) || !slices.Equal(hi, times(c.wantHi)) || !slices.Equal(span, c.wantSpan) {
+				t.Errorf("spans = %v %v %v, want %v %v %v", lo, hi, span, times(c.wantLo), times(c.wantHi), c.wantSpan)
+			}
+		})
+	}
+}
