@@ -142,6 +142,13 @@ func BenchmarkEndpoints(b *testing.B) {
 			_, err := rawSummary(ctx, l.st.Pool, l.project, now.Add(-6*time.Hour), now, l.tz, "minute5")
 			return err
 		}},
+		// The last hour minute by minute (the "Last hour" charts), from the raw attempts: no rollup
+		// keeps minutes by series.
+		{"summary-1h-by-minute", "/v1/summary?group_by=minute&from=" + url.QueryEscape(now.Add(-time.Hour).Format(time.RFC3339)) +
+			"&to=" + url.QueryEscape(now.Format(time.RFC3339)), func() error {
+			_, err := rawSummary(ctx, l.st.Pool, l.project, now.Add(-time.Hour), now, l.tz, "minute")
+			return err
+		}},
 	}
 	runEndpoints(b, hs.URL, key, endpoints)
 }

@@ -47,6 +47,7 @@ var rawKeys = map[string]string{
 	"day,service": `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.service`,
 	"day,tenant":  `((a.started_at AT TIME ZONE $4)::date)::text || '|' || s.tenant`,
 	"tenant":      `s.tenant`,
+	"minute":      `date_trunc('minute', a.started_at)::text`,
 	"minute5":     `date_bin('5 minutes', a.started_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')::text`,
 }
 
