@@ -129,14 +129,14 @@ func BenchmarkEndpoints(b *testing.B) {
 			_, err := rawCache(ctx, l.st.Pool, l.project, weekFrom, to)
 			return err
 		}},
-		// A month of incidents (issue 21): minutes from the raw attempts, hours from the rollups;
-		// raw: every minute, hour and cache hour by GROUP BY over attempts.
+		// A month of incidents (issue 21): hours and minutes from the rollups, recoveries from the
+		// raw attempts; raw: every minute, hour and cache hour by GROUP BY over attempts.
 		{"incidents-month", "/v1/incidents?from=" + url.QueryEscape(monthFrom.Format(time.RFC3339)), func() error {
 			_, err := rawIncidents(ctx, l.st.Pool, l.project, monthFrom, to)
 			return err
 		}},
-		// The last 6 hours at 5-minute steps (the "Last 6 hours" charts), from the raw attempts by
-		// the rollups' expressions; raw: the same GROUP BY written by hand.
+		// The last 6 hours at 5-minute steps (the "Last 6 hours" charts), from rollup_minute5; raw:
+		// the same GROUP BY written by hand.
 		{"summary-6h-by-minute", "/v1/summary?group_by=minute&step=5m&from=" + url.QueryEscape(now.Add(-6*time.Hour).Format(time.RFC3339)) +
 			"&to=" + url.QueryEscape(now.Format(time.RFC3339)), func() error {
 			_, err := rawSummary(ctx, l.st.Pool, l.project, now.Add(-6*time.Hour), now, l.tz, "minute5")
