@@ -57,9 +57,11 @@ const recoverySQL = `WITH c AS (
 
 // modelHoursSQL reads rollup_hourly_model over [@from, @to) per UTC hour, model, fallback flag
 // and the model a fallback stood in for: attempts, calls (first attempts), failed attempts (status
-// error) and answers. Only these four of its sums: the summary's statement reads them all.
+// error), answers and the cost of the priced attempts. Only these five of its sums: the summary's
+// statement reads them all.
 const modelHoursSQL = `SELECT bucket, model, fallback, fallback_from, sum8(attempts), sum8(requests),
-		coalesce(sum(attempts) FILTER (WHERE status = 'error'), 0)::int8, coalesce(sum(attempts) FILTER (WHERE status = 'ok'), 0)::int8
+		coalesce(sum(attempts) FILTER (WHERE status = 'error'), 0)::int8, coalesce(sum(attempts) FILTER (WHERE status = 'ok'), 0)::int8,
+		sum8(cost_nanos)
 	FROM rollup_hourly_model WHERE project_id = @project AND bucket >= @from AND bucket < @to
 	GROUP BY 1, 2, 3, 4`
 
@@ -70,6 +72,7 @@ type modelHour struct {
 	model, fallbackFrom           string
 	fallback                      bool
 	attempts, calls, failed, okay int64
+	cost                          money.Nanos
 }
 
 // modelHours reads the hours of [from, to) by model (modelHoursSQL).
@@ -80,7 +83,7 @@ func (s *Service) modelHours(ctx context.Context, project int64, from, to time.T
 		at  time.Time
 	)
 	err := s.read(ctx, modelHoursSQL, map[string]any{"project": project, "from": from, "to": to},
-		[]any{&at, &h.model, &h.fallback, &h.fallbackFrom, &h.attempts, &h.calls, &h.failed, &h.okay}, func() error {
+		[]any{&at, &h.model, &h.fallback, &h.fallbackFrom, &h.attempts, &h.calls, &h.failed, &h.okay, &h.cost}, func() error {
 			h.hour = at.Unix()
 			out = append(out, h)
 			return nil

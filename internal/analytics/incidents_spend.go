@@ -11,28 +11,22 @@ import (
 // spendIncidents finds the spend spikes that overlap [from, to): runs of hours whose spend passed
 // SpendFactor times the usual spend of that local hour of the day (the median over the SpendDays
 // days before; days without spend count as nothing spent) by at least MinExtraSpend. The hourly
-// spend comes from the summary by hour without latencies (sumsOnly), read in ranges it allows.
+// spend and calls are the models' hours (modelHours) added up.
 func (s *Service) spendIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
 	readFrom := from.AddDate(0, 0, -p.SpendDays)
 	readTo := to
 	if end := now.Truncate(time.Hour).Add(time.Hour); end.Before(readTo) {
 		readTo = end
 	}
+	hours, err := s.modelHours(ctx, project, readFrom, readTo)
+	if err != nil {
+		return nil, err
+	}
 	spend := map[int64]money.Nanos{}
 	calls := map[int64]int64{}
-	for a := readFrom; a.Before(readTo); a = a.Add(MaxHourRange) {
-		b := a.Add(MaxHourRange)
-		if b.After(readTo) {
-			b = readTo
-		}
-		groups, err := s.sumsOnly(ctx, Filter{ProjectID: project, From: a, To: b}, ByHour)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range groups {
-			spend[g.Key.Hour.Unix()] = costOrZero(g.CostUSD)
-			calls[g.Key.Hour.Unix()] = g.Requests
-		}
+	for _, h := range hours {
+		spend[h.hour] += h.cost
+		calls[h.hour] += h.calls
 	}
 	var out []Incident
 	var cur *Incident
@@ -78,12 +72,4 @@ func (s *Service) usualSpend(spend map[int64]money.Nanos, h time.Time, days int)
 	}
 	slices.Sort(v)
 	return v[(len(v)-1)/2]
-}
-
-// costOrZero is an amount, nil (all unpriced) counted as nothing.
-func costOrZero(c *money.Nanos) money.Nanos {
-	if c == nil {
-		return 0
-	}
-	return *c
 }

@@ -1103,28 +1103,6 @@ func (s *Service) planArgs(f Filter, g grouping, p plan, from, to time.Time) pgx
 	return s.args(f, s.split(from, to, g.hourly || p.raw))
 }
 
-// sumsOnly is Summary's groups without their latencies (LatencyMS nil), which it does not read:
-// for callers that want the counts of many groups, as incident detection does.
-func (s *Service) sumsOnly(ctx context.Context, f Filter, groupBy ...string) ([]Group, error) {
-	g, err := parseGrouping(groupBy)
-	if err != nil {
-		return nil, err
-	}
-	p, from, to, err := s.rangeOf(g, f, planFor(g, f))
-	if err != nil {
-		return nil, err
-	}
-	groups, err := s.sums(ctx, g, fmt.Sprintf(p.sums, g.columns(p.seriesAlias())), s.planArgs(f, g, p, from, to))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Group, 0, len(groups))
-	for k, a := range groups {
-		out = append(out, Group{Key: g.key(k, s.tz), Stats: a.stats()})
-	}
-	return out, nil
-}
-
 // sums adds up the rollup rows of each group with query, a plan's sums statement.
 func (s *Service) sums(ctx context.Context, g grouping, query string, args pgx.NamedArgs) (map[gkey]*acc, error) {
 	keyDst, keyOf := g.scanTargets()
