@@ -56,7 +56,9 @@ func benchRecords(b *testing.B) int {
 //
 // A third COPY, in commits of as many rows as the HTTP run's commits held on average, two at a
 // time like the writer's flushers, shows how much of the gap committing in groups alone costs
-// (commits/copy). With -benchtime Nx each figure is the median of N runs.
+// (commits/copy). commit_s/copy_s and fold_s/copy_s are the writer's own seconds in commits and in
+// folds against the COPY's: where a change of http/copy comes from. With -benchtime Nx each figure
+// is the median of N runs.
 func BenchmarkIngestVsCopy(b *testing.B) {
 	for _, shape := range []struct {
 		name string
@@ -105,12 +107,13 @@ func ingestVsCopy(b *testing.B, span time.Duration) {
 		before, cpuBefore := ingestCopy(b, records(), price, 0)
 		runtime.GC()
 		cpu0 := busyCPU(b)
-		acked, folded, perCommit := ingestHTTP(b, bodies, posters, n)
+		acked, folded, perCommit, spent := ingestHTTP(b, bodies, posters, n)
 		cpu1 := busyCPU(b)
 		commits, _ := ingestCopy(b, records(), price, perCommit)
 		after, cpuAfter := ingestCopy(b, records(), price, 0)
 		httpRate, foldedRate := float64(n)/acked.Seconds(), float64(n)/folded.Seconds()
 		copyRate := 2 * float64(n) / (before + after).Seconds()
+		copySeconds := (before + after).Seconds() / 2
 		for name, v := range map[string]float64{
 			"http_records/s": httpRate,
 			"copy_records/s": copyRate,
@@ -123,8 +126,11 @@ func ingestVsCopy(b *testing.B, span time.Duration) {
 			// the rate once the cores are busy.
 			"cpu_http/copy":  (cpu1 - cpu0) / ((cpuBefore + cpuAfter) / 2),
 			"commit_records": float64(perCommit),
-			"commits/copy":   float64(n) / commits.Seconds() / copyRate,
-			"http/commits":   httpRate / (float64(n) / commits.Seconds()),
+			// The writer's seconds in commits and in folds over the COPY's seconds for as many records.
+			"commit_s/copy_s": spent.commits / copySeconds,
+			"fold_s/copy_s":   spent.folds / copySeconds,
+			"commits/copy":    float64(n) / commits.Seconds() / copyRate,
+			"http/commits":    httpRate / (float64(n) / commits.Seconds()),
 		} {
 			metrics[name] = append(metrics[name], v)
 		}
@@ -161,7 +167,7 @@ func benchApp(b *testing.B) (base, key string, stop func()) {
 // ingestHTTP starts ledgerd in this process on a fresh database, posts the bodies from several
 // clients, and returns the time from the first post to the last acknowledgement, and to the end of
 // a read after it (which folds the rollup deltas still pending), and the mean records a commit.
-func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, folded time.Duration, perCommit int) {
+func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, folded time.Duration, perCommit int, spent writerTime) {
 	b.Helper()
 	base, key, stop := benchApp(b)
 	defer stop()
@@ -224,8 +230,14 @@ func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, fol
 	if count == 0 {
 		b.Fatal("read the writer's commits from /metrics: no commits")
 	}
-	return acked, folded, int(math.Round(sum / count))
+	spent = writerTime{commits: metric(base, "ledgerd_writer_flush_seconds_sum"), folds: metric(base, "ledgerd_rollup_fold_seconds_sum")}
+	return acked, folded, int(math.Round(sum / count)), spent
 }
+
+// writerTime is the seconds the writer spent in its commits (summed over its flushers) and in
+// folding chunks of rollup deltas, as its /metrics histograms count them: against the COPY's time
+// they say whether a change in http/copy comes from the commits or from the folds.
+type writerTime struct{ commits, folds float64 }
 
 // ingestCopy prepares rows equivalent to the writer's (series and price ids resolved, costs
 // computed, partitions created) in a fresh database outside the timing, then times a COPY of all
