@@ -144,8 +144,21 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams) (In
 		return IncidentList{}, badParam("from", "incidents are looked for in at most %d days at once", int(MaxIncidentRange/(24*time.Hour)))
 	}
 	now := s.now()
+	// The models' hours, read once for the model and the spend incidents.
+	mFrom, mTo := modelRange(from, to, now, p)
+	sFrom, sTo := spendRange(from, to, now, p)
+	if sFrom.Before(mFrom) {
+		mFrom = sFrom
+	}
+	if sTo.After(mTo) {
+		mTo = sTo
+	}
+	hours, err := s.modelHours(ctx, f.ProjectID, mFrom, mTo)
+	if err != nil {
+		return IncidentList{}, err
+	}
 	var out []Incident
-	models, err := s.modelIncidents(ctx, f.ProjectID, from, to, now, p)
+	models, err := s.modelIncidents(ctx, f.ProjectID, from, to, now, hours, p)
 	if err != nil {
 		return IncidentList{}, err
 	}
@@ -155,11 +168,7 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams) (In
 		return IncidentList{}, err
 	}
 	out = append(out, caches...)
-	spend, err := s.spendIncidents(ctx, f.ProjectID, from, to, now, p)
-	if err != nil {
-		return IncidentList{}, err
-	}
-	out = append(out, spend...)
+	out = append(out, s.spendIncidents(from, to, now, hours, p)...)
 	for i := range out {
 		in := &out[i]
 		in.StartedAt = in.StartedAt.In(s.tz)

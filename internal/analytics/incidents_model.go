@@ -60,7 +60,7 @@ const recoverySQL = `WITH c AS (
 // error), answers and the cost of the priced attempts. Only these five of its sums: the summary's
 // statement reads them all.
 const modelHoursSQL = `SELECT bucket, model, fallback, fallback_from, sum8(attempts), sum8(requests),
-		coalesce(sum(attempts) FILTER (WHERE status = 'error'), 0)::int8, coalesce(sum(attempts) FILTER (WHERE status = 'ok'), 0)::int8,
+		coalesce(sum8(attempts) FILTER (WHERE status = 'error'), 0), coalesce(sum8(attempts) FILTER (WHERE status = 'ok'), 0),
 		sum8(cost_nanos)
 	FROM rollup_hourly_model WHERE project_id = @project AND bucket >= @from AND bucket < @to
 	GROUP BY 1, 2, 3, 4`
@@ -75,7 +75,8 @@ type modelHour struct {
 	cost                          money.Nanos
 }
 
-// modelHours reads the hours of [from, to) by model (modelHoursSQL).
+// modelHours reads the hours of [from, to) by model (modelHoursSQL): once for the incidents, whose
+// model and spend detection each take the hours of their own range (hoursIn).
 func (s *Service) modelHours(ctx context.Context, project int64, from, to time.Time) ([]modelHour, error) {
 	var (
 		out []modelHour
@@ -92,6 +93,17 @@ func (s *Service) modelHours(ctx context.Context, project int64, from, to time.T
 		return nil, fmt.Errorf("incidents: model hours: %w", err)
 	}
 	return out, nil
+}
+
+// hoursIn is the hours of hours that start in [from, to).
+func hoursIn(hours []modelHour, from, to time.Time) []modelHour {
+	var out []modelHour
+	for _, h := range hours {
+		if at := time.Unix(h.hour, 0); !at.Before(from) && at.Before(to) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // window is a span of a model's minutes worth reading.
@@ -239,19 +251,22 @@ func (c minuteCounts) perCall() float64 {
 	return float64(c.attempts+c.fbAttempts) / float64(c.calls)
 }
 
-// modelIncidents detects the error spikes, retry storms and fallback surges that overlap
-// [from, to), reading an hour before from (to find where they began) and up to RecoveryLimit after
-// to, but never past now.
-func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
-	readFrom, readTo := from.Add(-time.Hour), to.Add(p.RecoveryLimit)
+// modelRange is what modelIncidents reads of [from, to): from an hour before from (to find where
+// they began) to RecoveryLimit after to, but never past now.
+func modelRange(from, to, now time.Time, p IncidentParams) (readFrom, readTo time.Time) {
+	readFrom, readTo = from.Add(-time.Hour), to.Add(p.RecoveryLimit)
 	if readTo.After(now) {
 		readTo = now
 	}
-	hours, err := s.modelHours(ctx, project, readFrom, readTo)
-	if err != nil {
-		return nil, err
-	}
-	windows, baseline := candidates(hours, p)
+	return readFrom, readTo
+}
+
+// modelIncidents detects the error spikes, retry storms and fallback surges that overlap
+// [from, to), from the models' hours of modelRange (hours may hold more) and the minutes of
+// their candidate windows.
+func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, hours []modelHour, p IncidentParams) ([]Incident, error) {
+	readFrom, readTo := modelRange(from, to, now, p)
+	windows, baseline := candidates(hoursIn(hours, readFrom, readTo), p)
 	for i := range windows {
 		if windows[i].lo.Before(readFrom) {
 			windows[i].lo = readFrom
@@ -283,7 +298,7 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 	if len(windows) > 0 {
 		args := map[string]any{"project": project, "los": los, "his": his, "spans": spanOf, "mlos": mlos, "mhis": mhis,
 			"models": names}
-		err = s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
+		err := s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
 			&c.attempts, &c.calls, &c.failed, &c.ok, &c.wasted, &c.unpriced}, func() error {
 			m := at.Unix()
 			if fallback {
@@ -303,9 +318,9 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 			minutes[k][m].add(c)
 			return nil
 		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("incidents: %w", err)
+		if err != nil {
+			return nil, fmt.Errorf("incidents: %w", err)
+		}
 	}
 	for _, r := range fbRows {
 		if r.model == "" {

@@ -1,27 +1,29 @@
 package analytics
 
 import (
-	"context"
 	"slices"
 	"time"
 
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// spendIncidents finds the spend spikes that overlap [from, to): runs of hours whose spend passed
-// SpendFactor times the usual spend of that local hour of the day (the median over the SpendDays
-// days before; days without spend count as nothing spent) by at least MinExtraSpend. The hourly
-// spend and calls are the models' hours (modelHours) added up.
-func (s *Service) spendIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
-	readFrom := from.AddDate(0, 0, -p.SpendDays)
-	readTo := to
+// spendRange is what spendIncidents reads of [from, to): from SpendDays before from, for the usual
+// spend, to the end of the current hour, but never past to.
+func spendRange(from, to, now time.Time, p IncidentParams) (readFrom, readTo time.Time) {
+	readFrom, readTo = from.AddDate(0, 0, -p.SpendDays), to
 	if end := now.Truncate(time.Hour).Add(time.Hour); end.Before(readTo) {
 		readTo = end
 	}
-	hours, err := s.modelHours(ctx, project, readFrom, readTo)
-	if err != nil {
-		return nil, err
-	}
+	return readFrom, readTo
+}
+
+// spendIncidents finds the spend spikes that overlap [from, to): runs of hours whose spend passed
+// SpendFactor times the usual spend of that local hour of the day (the median over the SpendDays
+// days before; days without spend count as nothing spent) by at least MinExtraSpend. The hourly
+// spend and calls are the models' hours of spendRange (hours may hold more) added up.
+func (s *Service) spendIncidents(from, to, now time.Time, hours []modelHour, p IncidentParams) []Incident {
+	readFrom, readTo := spendRange(from, to, now, p)
+	hours = hoursIn(hours, readFrom, readTo)
 	spend := map[int64]money.Nanos{}
 	calls := map[int64]int64{}
 	for _, h := range hours {
@@ -60,7 +62,7 @@ func (s *Service) spendIncidents(ctx context.Context, project int64, from, to, n
 			end(readTo)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // usualSpend is the median spend of the same local hour of the day as h over the days days

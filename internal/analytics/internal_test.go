@@ -393,3 +393,34 @@ func TestSpans(t *testing.T) {
 		})
 	}
 }
+
+// TestHoursIn checks the hours the model and spend incidents each take of the hours read once: as
+// the statement's bucket >= from AND bucket < to would, to the instant.
+func TestHoursIn(t *testing.T) {
+	t.Parallel()
+	at := func(h int) time.Time { return time.Date(2026, 10, 5, h, 0, 0, 0, time.UTC) }
+	var hours []modelHour
+	for h := 8; h <= 12; h++ {
+		hours = append(hours, modelHour{hour: at(h).Unix(), model: "sonnet"})
+	}
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+		want     []int
+	}{
+		{"whole hours: from in, to out", at(9), at(11), []int{9, 10}},
+		{"to inside an hour takes it", at(9), at(11).Add(500 * time.Millisecond), []int{9, 10, 11}},
+		{"from inside an hour leaves it", at(9).Add(time.Second), at(12), []int{10, 11}},
+		{"past every hour", at(13), at(14), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []int
+			for _, h := range hoursIn(hours, c.from, c.to) {
+				got = append(got, time.Unix(h.hour, 0).UTC().Hour())
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("hoursIn = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -112,8 +112,8 @@ func ingestVsCopy(b *testing.B, span time.Duration) {
 		commits, _ := ingestCopy(b, records(), price, perCommit)
 		after, cpuAfter := ingestCopy(b, records(), price, 0)
 		httpRate, foldedRate := float64(n)/acked.Seconds(), float64(n)/folded.Seconds()
-		copyRate := 2 * float64(n) / (before + after).Seconds()
 		copySeconds := (before + after).Seconds() / 2
+		copyRate := float64(n) / copySeconds
 		for name, v := range map[string]float64{
 			"http_records/s": httpRate,
 			"copy_records/s": copyRate,
@@ -166,7 +166,8 @@ func benchApp(b *testing.B) (base, key string, stop func()) {
 
 // ingestHTTP starts ledgerd in this process on a fresh database, posts the bodies from several
 // clients, and returns the time from the first post to the last acknowledgement, and to the end of
-// a read after it (which folds the rollup deltas still pending), and the mean records a commit.
+// a read after it (which folds the rollup deltas still pending), the mean records a commit, and the
+// writer's time in commits and folds.
 func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, folded time.Duration, perCommit int, spent writerTime) {
 	b.Helper()
 	base, key, stop := benchApp(b)
@@ -226,11 +227,12 @@ func ingestHTTP(b *testing.B, bodies [][]byte, posters, records int) (acked, fol
 	}
 	resp.Body.Close()
 	folded = time.Since(start)
-	sum, count := metric(base, "ledgerd_writer_batch_records_sum"), metric(base, "ledgerd_writer_batch_records_count")
+	m := metrics(base)
+	sum, count := m["ledgerd_writer_batch_records_sum"], m["ledgerd_writer_batch_records_count"]
 	if count == 0 {
 		b.Fatal("read the writer's commits from /metrics: no commits")
 	}
-	spent = writerTime{commits: metric(base, "ledgerd_writer_flush_seconds_sum"), folds: metric(base, "ledgerd_rollup_fold_seconds_sum")}
+	spent = writerTime{commits: m["ledgerd_writer_flush_seconds_sum"], folds: m["ledgerd_rollup_fold_seconds_sum"]}
 	return acked, folded, int(math.Round(sum / count)), spent
 }
 
