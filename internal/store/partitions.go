@@ -133,31 +133,36 @@ func (s *Store) Partitions(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(parts))
-	for i, p := range parts {
-		names[i] = p.name
+	var names []string
+	for _, p := range parts {
+		if p.attached {
+			names = append(names, p.name)
+		}
 	}
 	return names, nil
 }
 
-// partition is one partition of attempts; pending when a concurrent detach of it was left half
-// done.
+// partition is a month's table of attempts: attached while it is a partition (a detach of it
+// may be pending), not once a detach of it committed but its drop did not.
 type partition struct {
-	name    string
-	pending bool
+	name     string
+	attached bool
 }
 
-// partitionList lists the attempts partitions, oldest first.
+// partitionList lists the months' tables of attempts (attempts_pYYYYMM), oldest first: the
+// partitions, and the tables a drop detached and was interrupted before dropping.
 func (s *Store) partitionList(ctx context.Context) ([]partition, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT c.relname, i.inhdetachpending FROM pg_inherits i
-		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
-		WHERE p.relname = 'attempts' ORDER BY c.relname`)
+	rows, err := s.Pool.Query(ctx, `SELECT c.relname, i.inhrelid IS NOT NULL FROM pg_class c
+		LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = 'attempts'::regclass
+		WHERE c.relkind = 'r' AND c.relname ~ '^attempts_p[0-9]{6}$'
+			AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'attempts'::regclass)
+		ORDER BY c.relname`)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
 	parts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition, error) {
 		var p partition
-		return p, r.Scan(&p.name, &p.pending)
+		return p, r.Scan(&p.name, &p.attached)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
@@ -172,7 +177,7 @@ func (s *Store) partitionList(ctx context.Context) ([]partition, error) {
 // partition still attached would lock all of attempts until every read of it ends, and every
 // commit and read after it would queue behind that lock. Detaching concurrently waits for those
 // reads without blocking anyone. A detach left half done (the command interrupted) is finished
-// by the next run.
+// by the next run, and a month detached but not dropped is dropped by it.
 func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
 	parts, err := s.partitionList(ctx)
 	if err != nil {
@@ -184,7 +189,7 @@ func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		if !strings.HasPrefix(p.name, "attempts_p") || p.name >= limit {
 			continue
 		}
-		if err := s.dropPartition(ctx, p.name, p.pending); err != nil {
+		if err := s.dropPartition(ctx, p.name); err != nil {
 			return dropped, fmt.Errorf("drop %s: %w", p.name, err)
 		}
 		s.mu.Lock()
@@ -197,8 +202,10 @@ func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 
 // dropPartition detaches the partition name concurrently (or finishes a pending detach), then
 // drops it, holding the partition lock on one connection: DETACH … CONCURRENTLY cannot run in a
-// transaction, so the lock is a session lock.
-func (s *Store) dropPartition(ctx context.Context, name string, pending bool) (err error) {
+// transaction, so the lock is a session lock. The table's state is read under the lock: a drop
+// interrupted while its detach waited can still finish that detach before its session ends and
+// lets the lock go, so a state listed before the lock may be stale.
+func (s *Store) dropPartition(ctx context.Context, name string) (err error) {
 	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -214,14 +221,25 @@ func (s *Store) dropPartition(ctx context.Context, name string, pending bool) (e
 		}
 	}()
 	ident := pgx.Identifier{name}.Sanitize()
-	detach := "ALTER TABLE attempts DETACH PARTITION " + ident + " CONCURRENTLY"
-	if pending {
-		detach = "ALTER TABLE attempts DETACH PARTITION " + ident + " FINALIZE"
-	}
-	if _, err := conn.Exec(ctx, detach); err != nil {
+	var pending bool
+	err = conn.QueryRow(ctx, `SELECT inhdetachpending FROM pg_inherits
+		WHERE inhrelid = to_regclass($1) AND inhparent = 'attempts'::regclass`, ident).Scan(&pending)
+	var detach string
+	switch {
+	case errors.Is(err, pgx.ErrNoRows): // detached already: only the drop is left
+	case err != nil:
 		return fmt.Errorf("detach: %w", err)
+	case pending:
+		detach = "ALTER TABLE attempts DETACH PARTITION " + ident + " FINALIZE"
+	default:
+		detach = "ALTER TABLE attempts DETACH PARTITION " + ident + " CONCURRENTLY"
 	}
-	if _, err := conn.Exec(ctx, "DROP TABLE "+ident); err != nil {
+	if detach != "" {
+		if _, err := conn.Exec(ctx, detach); err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+ident); err != nil {
 		return err
 	}
 	return nil

@@ -248,6 +248,29 @@ func TestDropPartitionsFinishesDetach(t *testing.T) {
 	}
 }
 
+// TestDropPartitionsFinishesDrop checks that a month detached by a drop that stopped before
+// dropping it (or whose interrupted detach its session finished after the caller gave up) is no
+// longer listed as a partition, and is dropped by the next drop.
+func TestDropPartitionsFinishesDrop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := septemberAndNovember(t)
+	if _, err := st.Pool.Exec(ctx, `ALTER TABLE attempts DETACH PARTITION attempts_p202609`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Partitions(ctx); err != nil || strings.Join(got, " ") != "attempts_p202611" {
+		t.Fatalf("partitions %v, %v", got, err)
+	}
+	dropped, err := st.DropPartitionsBefore(ctx, novemberFirst)
+	if err != nil || strings.Join(dropped, " ") != "attempts_p202609" {
+		t.Fatalf("dropped %v, %v", dropped, err)
+	}
+	var left *string
+	if err := st.Pool.QueryRow(ctx, `SELECT to_regclass('attempts_p202609')::text`).Scan(&left); err != nil || left != nil {
+		t.Fatalf("attempts_p202609 still there (%v, %v)", left, err)
+	}
+}
+
 // TestSeriesIDs checks that a series gets one id whoever asks, and that ids are stable.
 func TestSeriesIDs(t *testing.T) {
 	t.Parallel()
