@@ -150,10 +150,13 @@ func TestHistogramAddText(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			var h histogram
-			var err error
+			var (
+				h   histogram
+				buf []int64
+				err error
+			)
 			for _, s := range c.in {
-				if err = h.addText([]byte(s)); err != nil {
+				if buf, err = h.addText([]byte(s), buf); err != nil {
 					break
 				}
 			}

@@ -1138,6 +1138,7 @@ func (s *Service) latencies(ctx context.Context, g grouping, query string, args 
 	var (
 		fallback bool
 		h        pgtype.UndecodedBytes
+		buf      []int64
 	)
 	hists := map[gkey]*histogram{}
 	if err := s.read(ctx, query, args, append(keyDst, &fallback, &h), func() error {
@@ -1147,7 +1148,9 @@ func (s *Service) latencies(ctx context.Context, g grouping, query string, args 
 			m = &histogram{}
 			hists[k] = m
 		}
-		return m.addText(h)
+		var err error
+		buf, err = m.addText(h, buf)
+		return err
 	}); err != nil {
 		return nil, fmt.Errorf("summary latency: %w", err)
 	}
