@@ -247,6 +247,7 @@ func dumpLedger(t *testing.T, pool *pgxpool.Pool) string {
 		{"rollup_cache_hourly", "to_jsonb(r) - 'series_id'", join, "r.calls <> 0"},
 		{"rollup_load_minute", "to_jsonb(r)", noSeries, "TRUE"},
 		{"rollup_tenant_spend", "to_jsonb(r)", noSeries, "TRUE"},
+		{"rollup_tenant_blocks", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_load_peaks", "to_jsonb(r)", noSeries, "TRUE"},
 		{"cache_prefixes", "CASE WHEN r.calls = 1 THEN to_jsonb(r) - 'series_id' ELSE jsonb_build_object('month', r.month, " +
 			"'prompt_hash', r.prompt_hash, 'calls', r.calls) END", "LEFT " + join + " AND r.calls = 1", "TRUE"},

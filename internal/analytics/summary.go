@@ -236,6 +236,22 @@ const tenantSourceSQL = `
 	UNION ALL
 	%[5]s`
 
+// tenantBlocksSQL is tenantSourceSQL with the whole days read as the fewest blocks that tile them
+// (rollup.SpendBlocks, @spans and @starts): the days from rollup_daily_tenant, the blocks of 8 and
+// 64 days from rollup_tenant_blocks. Its rows carry no day: it answers the tenant questions that
+// group by no time, a month by tenant in some nine blocks a tenant instead of thirty days. %[1]s
+// and %[2]s are tenantSourceSQL's, %[3]s the edges (rawEdgesSQL).
+const tenantBlocksSQL = `
+	SELECT tenant, fallback, status, error_class, NULL::date AS day, NULL::timestamptz AS hour, %[1]s
+	FROM rollup_daily_tenant WHERE project_id = @project
+		AND bucket = ANY(ARRAY(SELECT b.bucket FROM unnest(@spans::int2[], @starts::date[]) AS b(span, bucket) WHERE b.span = 1))%[2]s
+	UNION ALL
+	SELECT t.tenant, t.fallback, t.status, t.error_class, NULL::date, NULL::timestamptz, %[1]s
+	FROM rollup_tenant_blocks t JOIN unnest(@spans::int2[], @starts::date[]) AS b(span, bucket) ON t.span = b.span AND t.bucket = b.bucket
+	WHERE t.project_id = @project%[2]s
+	UNION ALL
+	%[3]s`
+
 // rawCols are the sums of the columns cols (a list of sumCols, or "latency_hist", the histogram)
 // over raw attempts, named by their columns.
 func rawCols(cols string) string {
@@ -296,6 +312,8 @@ type plan struct {
 	keep  map[string]bool
 	raw   bool
 	hours hourSource
+	// untimed, when set, answers the plan's questions that group by no time from fewer rows.
+	untimed *plan
 }
 
 // hourSource is where a plan reads hours.
@@ -366,7 +384,7 @@ var (
 			}
 			p := narrowPlan(d.Keep, src, false)
 			if slices.Equal(d.Keep, rollup.SpendKeep) {
-				p.cost = spendCostSQL
+				p.cost, p.untimed = spendCostSQL, &tenantBlocks
 			}
 			switch {
 			case h != "":
@@ -377,6 +395,16 @@ var (
 			out = append(out, p)
 		}
 		return out
+	}()
+	// tenantBlocks is the plan of rollup_daily_tenant's questions that group by no time: whole days
+	// in blocks (tenantBlocksSQL), the edge hours from the raw attempts, the ranking by
+	// rollup_tenant_spend as the tenant plan's.
+	tenantBlocks = func() plan {
+		p := narrowPlan(rollup.SpendKeep, func(cols, where string) string {
+			return fmt.Sprintf(tenantBlocksSQL, cols, where, rawEdges(cols, where, rollup.SpendKeep))
+		}, false)
+		p.cost = spendCostSQL
+		return p
 	}()
 	// rawPlan reads the raw attempts, by hour: it answers every summary, and is the plan of the
 	// tenant questions no rollup keeps the columns of (a tenant's services, say).
@@ -436,8 +464,8 @@ func (p plan) seriesAlias() string {
 }
 
 // planFor picks the plan of a summary: the first narrow plan that keeps every series column the
-// grouping and the filter name, else bySeries, which keeps every series column but the tenant,
-// else the raw attempts.
+// grouping and the filter name (its untimed plan when the grouping has no time), else bySeries,
+// which keeps every series column but the tenant, else the raw attempts.
 func planFor(g grouping, f Filter) plan {
 	var need []string
 	for _, d := range g.dims {
@@ -465,6 +493,9 @@ next:
 			if !p.keep[c] {
 				continue next
 			}
+		}
+		if p.untimed != nil && !slices.ContainsFunc(g.dims, timeDim) {
+			return *p.untimed
 		}
 		return p
 	}

@@ -127,6 +127,7 @@ var rollupDigests = map[string]string{
 	"rollup_daily_model":   `SELECT r::text FROM rollup_daily_model r`,
 	"rollup_daily_service": `SELECT r::text FROM rollup_daily_service r`,
 	"rollup_daily_tenant":  `SELECT r::text FROM rollup_daily_tenant r`,
+	"rollup_tenant_blocks": `SELECT r::text FROM rollup_tenant_blocks r`,
 	"rollup_cache_hourly":  `SELECT r::text FROM rollup_cache_hourly r WHERE r.calls <> 0`,
 	"cache_prefixes": `SELECT CASE WHEN r.calls = 1 THEN r::text ELSE concat_ws('|', r.project_id, r.month, r.prompt_hash, r.calls) END
 		FROM cache_prefixes r`,

@@ -303,6 +303,8 @@ func (l ledger) checkRollups(t *testing.T) {
 			FROM (SELECT a.project_id, (a.started_at AT TIME ZONE '` + zone + `')::date AS day, s.tenant, a.cost_nanos
 				FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id) a
 			CROSS JOIN unnest('{1,8,64}'::int2[]) AS sp(span) GROUP BY 1, 2, 3, 4`, "project_id, span, bucket, tenant, cost_nanos"},
+		// The tenant blocks are the tenant rollup's days (checked above) added up per block.
+		{"rollup_tenant_blocks", rollup.BlocksFromDailySQL, "*"},
 		{"rollup_cache_hourly WHERE calls <> 0", rawCache, cacheCols}, // a row emptied by moves equals none
 		{"cache_prefixes", rawPrefixes, prefixCols},
 		// The load rollup's cost sums, by its key (the incidents' wasted spend).

@@ -133,7 +133,8 @@ var cacheApply = []applyStmt{
 
 // narrowApply are the statements of applySQL for the narrow rollups (rollup.HourlyBy, then
 // rollup.DailyBy): reprice_hourly's or reprice_daily's deltas, the series reduced to the columns
-// each keeps; and for rollup_tenant_spend, reprice_daily's cost deltas in every block they fall in.
+// each keeps; and for rollup_tenant_spend and rollup_tenant_blocks, reprice_daily's deltas in every
+// block they fall in.
 func narrowApply() []applyStmt {
 	var out []applyStmt
 	add := func(d rollup.Narrow, from string) {
@@ -150,7 +151,13 @@ func narrowApply() []applyStmt {
 	}
 	spend := `(` + rollup.SpendFrom("reprice_daily r "+rollup.JoinSeries("r"), "s.tenant") +
 		`) AS x (` + strings.Join(rollup.SpendKey, ", ") + `, cost_nanos)`
-	return append(out, buildApply("rollup_tenant_spend", spend, rollup.SpendKey, []string{"cost_nanos"}, ""))
+	var deltas []string
+	for _, c := range rollupDeltaCols {
+		deltas = append(deltas, "r."+c)
+	}
+	blocks := `(` + rollup.BlocksFrom("reprice_daily r "+rollup.JoinSeries("r"), "s.tenant", deltas) + `) x`
+	return append(out, buildApply("rollup_tenant_spend", spend, rollup.SpendKey, []string{"cost_nanos"}, ""),
+		buildApply("rollup_tenant_blocks", blocks, rollup.BlocksKey, rollupDeltaCols, ""))
 }
 
 // prefixKey is the key of cache_prefixes; prefixDeltas are reprice_cache's deltas per prefix.

@@ -80,7 +80,7 @@ var foldSQL = func() [2]string {
 	for _, d := range DailyBy {
 		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "b a "+seriesOfA))
 	}
-	steps = append(steps, spendFoldSQL)
+	steps = append(steps, spendFoldSQL, blocksFoldSQL)
 	var ctes, counts []string
 	for i, st := range steps {
 		ctes = append(ctes, fmt.Sprintf("u%d AS (%s)", i, st))

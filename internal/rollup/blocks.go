@@ -1,0 +1,79 @@
+package rollup
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The tenant blocks rollup (rollup_tenant_blocks, migration 00038): rollup_daily_tenant's rows
+// summed over the blocks of BlockSpans local days, with every sum and the histogram. A question
+// about tenants that needs no day (a month by tenant, one tenant's total) reads a range's whole
+// days as the fewest blocks that tile them (SpendBlocks): the blocks of 1 day from
+// rollup_daily_tenant, the longer ones from here. At 10,000 tenants a month is nine blocks a
+// tenant instead of thirty days, and each row carries a histogram to merge. The fold adds the same
+// daily sums to it as to rollup_daily_tenant, reprice the same deltas, and a rebuild counts it from
+// rollup_daily_tenant once that is recounted.
+
+// BlockSpans are the spans of rollup_tenant_blocks: SpendSpans but the day, which
+// rollup_daily_tenant holds.
+var BlockSpans = SpendSpans[1:]
+
+// BlocksKey is the primary key of rollup_tenant_blocks, in order.
+var BlocksKey = []string{"project_id", "span", "bucket", "tenant", "fallback", "status", "error_class"}
+
+// blockSpansSQL is BlockSpans as an SQL array literal.
+var blockSpansSQL = func() string {
+	var s []string
+	for _, n := range BlockSpans {
+		s = append(s, fmt.Sprint(n))
+	}
+	return "'{" + strings.Join(s, ",") + "}'::int2[]"
+}()
+
+// BlocksFrom is the FROM clause and select list of rollup_tenant_blocks keys from the rows r
+// (project_id; bucket, the local day; fallback, status, error_class) of from, their tenant in the
+// expression tenant: each row once for the block of every span it falls in (sp.span). cols
+// follow the key in the select list.
+func BlocksFrom(from, tenant string, cols []string) string {
+	return fmt.Sprintf(`SELECT r.project_id, sp.span, %s AS bucket, %s AS tenant, r.fallback, r.status, r.error_class, %s
+		FROM %s CROSS JOIN unnest(%s) AS sp(span)`,
+		spendBlockOf("r.bucket", "sp.span"), tenant, strings.Join(cols, ", "), from, blockSpansSQL)
+}
+
+// blocksSelect sums the daily rows r of from (their tenant in the expression tenant) into
+// rollup_tenant_blocks rows, in key order: BlocksKey, Sums, latency_hist.
+func blocksSelect(from, tenant string) string {
+	sums := append(prefixed("r.", Cols(Sums)), "r.latency_hist")
+	var agg []string
+	for _, c := range Cols(Sums) {
+		agg = append(agg, fmt.Sprintf("sum8(x.%[1]s) AS %[1]s", c))
+	}
+	return fmt.Sprintf(`SELECT %[1]s, %[2]s, hist_sum(x.latency_hist) AS latency_hist FROM (%[3]s) x
+		GROUP BY %[4]s ORDER BY %[4]s`, strings.Join(prefixed("x.", BlocksKey), ", "), strings.Join(agg, ", "),
+		BlocksFrom(from, tenant, sums), Ordinals(len(BlocksKey)))
+}
+
+// blocksFoldSQL is the fold's upsert of the daily rows b (with their series s) into
+// rollup_tenant_blocks.
+var blocksFoldSQL = func() string {
+	var set []string
+	for _, c := range Cols(Sums) {
+		set = append(set, fmt.Sprintf("%[1]s = t.%[1]s + excluded.%[1]s", c))
+	}
+	return fmt.Sprintf(`INSERT INTO rollup_tenant_blocks AS t (%[1]s, %[2]s, latency_hist)
+		%[3]s
+		ON CONFLICT (%[1]s) DO UPDATE SET %[4]s, latency_hist = hist_merge(t.latency_hist, excluded.latency_hist)
+		RETURNING 1`, strings.Join(BlocksKey, ", "), strings.Join(Cols(Sums), ", "),
+		blocksSelect("b r "+JoinSeries("r"), "s.tenant"), strings.Join(set, ", "))
+}()
+
+// BlocksFromDailySQL is rollup_tenant_blocks as rollup_daily_tenant's rows add up: what a rebuild
+// writes, and what the table must always equal.
+var BlocksFromDailySQL = blocksSelect("rollup_daily_tenant r", "r.tenant")
+
+// blocksRebuildSteps count rollup_tenant_blocks again from rollup_daily_tenant.
+var blocksRebuildSteps = []Step{
+	{"clear rollup_tenant_blocks", "DELETE FROM rollup_tenant_blocks", nil},
+	{"count rollup_tenant_blocks", fmt.Sprintf(`INSERT INTO rollup_tenant_blocks (%s, %s, latency_hist) %s`,
+		strings.Join(BlocksKey, ", "), strings.Join(Cols(Sums), ", "), BlocksFromDailySQL), nil},
+}
