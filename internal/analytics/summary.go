@@ -1075,37 +1075,44 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 		return Summary{}, err
 	}
 	args := s.planArgs(f, g, p, from, to)
-	// The ranking: every group's cost, the n costliest kept (ties in key order, as Top breaks
-	// them), and how many groups there are.
-	rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
-		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
-	args["top_n"] = n
+	// The total of every group, the same range asked ungrouped, is read meanwhile.
 	var (
-		keys   []string
-		k      string
-		groups int64
+		sum, all Summary
+		groups   int64
 	)
-	if err := s.read(ctx, rank, args, []any{&k, &groups}, func() error {
-		keys = append(keys, k)
-		return nil
-	}); err != nil {
-		return Summary{}, fmt.Errorf("summary: rank groups: %w", err)
-	}
-	// The figures of the n groups: the plan's statements restricted to their keys, which
-	// PostgreSQL pushes down to the rollup's rows.
-	args["top"] = keys
-	only := func(q string) string { return `SELECT * FROM (` + q + `) x WHERE x.` + col + ` = ANY(@top::text[])` }
-	top := p
-	top.sums, top.latency = only(p.sums), only(p.latency)
-	sum, err := s.collect(ctx, g, top, f, from, to, args)
-	if err != nil {
-		return Summary{}, err
-	}
-	// The total of every group: the same range asked ungrouped.
-	ungrouped := grouping{dims: []string{}}
-	tp := planFor(ungrouped, f)
-	all, err := s.collect(ctx, ungrouped, tp, f, from, to, s.planArgs(f, ungrouped, tp, from, to))
-	if err != nil {
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) {
+		ungrouped := grouping{dims: []string{}}
+		tp := planFor(ungrouped, f)
+		all, err = s.collect(ectx, ungrouped, tp, f, from, to, s.planArgs(f, ungrouped, tp, from, to))
+		return err
+	})
+	eg.Go(func() (err error) {
+		// The ranking: every group's cost, the n costliest kept (ties in key order, as Top
+		// breaks them), and how many groups there are.
+		rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
+		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
+		args["top_n"] = n
+		var (
+			keys []string
+			k    string
+		)
+		if err := s.read(ectx, rank, args, []any{&k, &groups}, func() error {
+			keys = append(keys, k)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("summary: rank groups: %w", err)
+		}
+		// The figures of the n groups: the plan's statements restricted to their keys, which
+		// PostgreSQL pushes down to the rollup's rows.
+		args["top"] = keys
+		only := func(q string) string { return `SELECT * FROM (` + q + `) x WHERE x.` + col + ` = ANY(@top::text[])` }
+		top := p
+		top.sums, top.latency = only(p.sums), only(p.latency)
+		sum, err = s.collect(ectx, g, top, f, from, to, args)
+		return err
+	})
+	if err := eg.Wait(); err != nil {
 		return Summary{}, err
 	}
 	sum.Total = all.Total
