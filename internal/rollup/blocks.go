@@ -53,8 +53,7 @@ func blocksSelect(from, tenant string) string {
 		BlocksFrom(from, tenant, sums), Ordinals(len(BlocksKey)))
 }
 
-// blocksFoldSQL is the fold's upsert of the daily rows b (with their series s) into
-// rollup_tenant_blocks.
+// blocksFoldSQL is the fold's upsert of the daily rows per tenant bt into rollup_tenant_blocks.
 var blocksFoldSQL = func() string {
 	var set []string
 	for _, c := range Cols(Sums) {
@@ -64,7 +63,7 @@ var blocksFoldSQL = func() string {
 		%[3]s
 		ON CONFLICT (%[1]s) DO UPDATE SET %[4]s, latency_hist = hist_merge(t.latency_hist, excluded.latency_hist)
 		RETURNING 1`, strings.Join(BlocksKey, ", "), strings.Join(Cols(Sums), ", "),
-		blocksSelect("b r "+JoinSeries("r"), "s.tenant"), strings.Join(set, ", "))
+		blocksSelect("bt r", "r.tenant"), strings.Join(set, ", "))
 }()
 
 // BlocksFromDailySQL is rollup_tenant_blocks as rollup_daily_tenant's rows add up: what a rebuild

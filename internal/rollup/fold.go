@@ -43,9 +43,10 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // and only a fold deletes pending rows, under the fold lock. Summing straight from the table,
 // instead of from RETURNING's copy of every wide row, took a quarter off the fold.
 var foldSQL = func() [2]string {
-	var sums, set []string
+	var sums, set, bsums []string
 	for _, s := range Sums {
 		sums = append(sums, fmt.Sprintf("sum8(a.%s)", s.Col))
+		bsums = append(bsums, fmt.Sprintf("sum8(b.%[1]s) AS %[1]s", s.Col))
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
@@ -59,8 +60,9 @@ var foldSQL = func() [2]string {
 			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "),
 			strings.Join(sums, ", "), from, group, strings.Join(set, ", "))
 	}
-	// a holds the pending rows summed per hour and day, b the same per day: the daily rollups are
-	// summed from b, so a day's histogram is merged once, not once per rollup. rollup_hourly and
+	// a holds the pending rows summed per hour and day, b the same per day, bt b per tenant: the
+	// daily rollups are summed from b (the tenant's from bt), so a day's histogram is merged once,
+	// not once per rollup. rollup_hourly and
 	// rollup_daily sum the rows onto their series' shapes.
 	// rollup_hourly leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
@@ -78,6 +80,11 @@ var foldSQL = func() [2]string {
 		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "a a "+seriesOfA))
 	}
 	for _, d := range DailyBy {
+		if slices.Equal(d.Keep, SpendKeep) {
+			// Summed per tenant once (bt), for the spend and the blocks too.
+			steps = append(steps, upsert(d.Table, d.Key(), prefixed("a.", d.Key()), "bt a"))
+			continue
+		}
 		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "b a "+seriesOfA))
 	}
 	steps = append(steps, spendFoldSQL, blocksFoldSQL)
@@ -91,11 +98,13 @@ var foldSQL = func() [2]string {
 	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
+	bt AS (SELECT b.project_id, b.bucket, s.tenant, b.fallback, b.status, b.error_class, %[6]s,
+		hist_sum(b.latency_hist) AS latency_hist FROM b `+JoinSeries("b")+` GROUP BY 1, 2, 3, 4, 5, 6),
 	mn AS (SELECT project_id, bucket + minute * interval '1 minute' AS bucket, series_id, fallback, status, error_class,
 		%[5]s, latency_hist FROM `+ph.from+` AND p.minute IS NOT NULL),
 	%[3]s
 	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
-		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "))
+		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "), strings.Join(bsums, ", "))
 
 	// The cache groups go to their series' shapes.
 	pc := chunkOf("pending_cache")

@@ -51,12 +51,12 @@ func SpendFrom(from, tenant string) string {
 		spendBlockOf("r.bucket", "sp.span"), tenant, from, spansSQL)
 }
 
-// spendFoldSQL is the fold's upsert of the daily rows b (aliased a, with their series s) into
-// rollup_tenant_spend, in key order.
+// spendFoldSQL is the fold's upsert of the daily rows per tenant bt into rollup_tenant_spend, in
+// key order.
 var spendFoldSQL = fmt.Sprintf(`INSERT INTO rollup_tenant_spend AS t (%[1]s, cost_nanos)
 		SELECT * FROM (%[2]s) x ORDER BY 1, 2, 3, 4
 		ON CONFLICT (%[1]s) DO UPDATE SET cost_nanos = t.cost_nanos + excluded.cost_nanos
-		RETURNING 1`, strings.Join(SpendKey, ", "), SpendFrom("b r "+JoinSeries("r"), "s.tenant"))
+		RETURNING 1`, strings.Join(SpendKey, ", "), SpendFrom("bt r", "r.tenant"))
 
 // spendRebuildSteps count rollup_tenant_spend again from rollup_daily_tenant.
 var spendRebuildSteps = []Step{
