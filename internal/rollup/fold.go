@@ -62,8 +62,7 @@ var foldSQL = func() [2]string {
 	}
 	// a holds the pending rows summed per hour and day, b the same per day, bt b per tenant: the
 	// daily rollups are summed from b (the tenant's from bt), so a day's histogram is merged once,
-	// not once per rollup. rollup_hourly and
-	// rollup_daily sum the rows onto their series' shapes.
+	// not once per rollup. rollup_hourly and rollup_daily sum the rows onto their series' shapes.
 	// rollup_hourly leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
 	// rollup_minute5 (minute.go) takes the buckets from minutes_from on, summed from the chunk's rows
