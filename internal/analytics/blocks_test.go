@@ -7,13 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
-	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/seed"
-	"github.com/ledgerd/ledgerd/internal/store"
-	"github.com/ledgerd/ledgerd/pricing"
 )
 
 // TestTenantBlocks checks the tenant questions that group by no time, which read whole days as
@@ -25,22 +21,11 @@ func TestTenantBlocks(t *testing.T) {
 	ctx := context.Background()
 	tz := mustZone(t, "America/New_York")
 	now := time.Date(2026, 11, 4, 15, 30, 0, 0, tz)
-	catalog, err := pricing.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(dbtest.New(t))
-	res, err := seed.Load(ctx, st, seed.Options{Records: 12_000, Seed: 5, Projects: []string{"saas"}, End: now, Days: 160,
-		Timezone: tz, Price: ingest.CatalogPrice(catalog), Spread: &seed.Spread{Tenants: 30, Services: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	project := res.Projects[0].ID
-	svc := analytics.New(analytics.Options{Pool: st.Pool, Timezone: tz, Now: func() time.Time { return now }})
+	l := loadSeeded(t, seed.Options{Records: 12_000, Seed: 5, Projects: []string{"saas"}, End: now, Days: 160,
+		Spread: &seed.Spread{Tenants: 30, Services: 3}})
+	project, svc := l.project, l.svc
 	var tenant string
-	if err := st.Pool.QueryRow(ctx, `SELECT tenant FROM series WHERE project_id = $1 ORDER BY tenant LIMIT 1`, project).Scan(&tenant); err != nil {
-		t.Fatal(err)
-	}
+	l.firstSeries(t, "tenant", "TRUE ORDER BY tenant", &tenant)
 	local := func(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 0, 0, 0, tz) }
 	for _, r := range []struct {
 		name     string

@@ -30,17 +30,25 @@ type synthLedger struct {
 // embedded catalog.
 func loadSynth(tb testing.TB, n int, now time.Time) synthLedger {
 	tb.Helper()
-	ctx := context.Background()
+	return loadSeeded(tb, seed.Options{Records: n, Seed: 42, End: now, Days: 30})
+}
+
+// loadSeeded loads the synthetic ledger opt describes (its End the Service's now), in New York,
+// priced by the embedded catalog.
+func loadSeeded(tb testing.TB, opt seed.Options) synthLedger {
+	tb.Helper()
 	tz := mustZone(tb, "America/New_York")
 	catalog, err := pricing.Load("")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	st := store.New(dbtest.New(tb))
-	res, err := seed.Load(ctx, st, seed.Options{Records: n, Seed: 42, End: now, Days: 30, Timezone: tz, Price: ingest.CatalogPrice(catalog)})
+	opt.Timezone, opt.Price = tz, ingest.CatalogPrice(catalog)
+	res, err := seed.Load(context.Background(), st, opt)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	now := opt.End
 	return synthLedger{st: st, svc: analytics.New(analytics.Options{Pool: st.Pool, Timezone: tz, Now: func() time.Time { return now }}),
 		project: res.Projects[0].ID, tz: tz, now: now}
 }

@@ -21,15 +21,6 @@ var BlockSpans = SpendSpans[1:]
 // BlocksKey is the primary key of rollup_tenant_blocks, in order.
 var BlocksKey = []string{"project_id", "span", "bucket", "tenant", "fallback", "status", "error_class"}
 
-// blockSpansSQL is BlockSpans as an SQL array literal.
-var blockSpansSQL = func() string {
-	var s []string
-	for _, n := range BlockSpans {
-		s = append(s, fmt.Sprint(n))
-	}
-	return "'{" + strings.Join(s, ",") + "}'::int2[]"
-}()
-
 // BlocksFrom is the FROM clause and select list of rollup_tenant_blocks keys from the rows r
 // (project_id; bucket, the local day; fallback, status, error_class) of from, their tenant in the
 // expression tenant: each row once for the block of every span it falls in (sp.span). cols
@@ -37,38 +28,21 @@ var blockSpansSQL = func() string {
 func BlocksFrom(from, tenant string, cols []string) string {
 	return fmt.Sprintf(`SELECT r.project_id, sp.span, %s AS bucket, %s AS tenant, r.fallback, r.status, r.error_class, %s
 		FROM %s CROSS JOIN unnest(%s) AS sp(span)`,
-		spendBlockOf("r.bucket", "sp.span"), tenant, strings.Join(cols, ", "), from, blockSpansSQL)
+		spendBlockOf("r.bucket", "sp.span"), tenant, strings.Join(cols, ", "), from, spansSQL(BlockSpans))
 }
 
-// blocksSelect sums the daily rows r of from (their tenant in the expression tenant) into
-// rollup_tenant_blocks rows, in key order: BlocksKey, Sums, latency_hist.
-func blocksSelect(from, tenant string) string {
-	sums := append(prefixed("r.", Cols(Sums)), "r.latency_hist")
-	var agg []string
-	for _, c := range Cols(Sums) {
-		agg = append(agg, fmt.Sprintf("sum8(x.%[1]s) AS %[1]s", c))
-	}
-	return fmt.Sprintf(`SELECT %[1]s, %[2]s, hist_sum(x.latency_hist) AS latency_hist FROM (%[3]s) x
-		GROUP BY %[4]s ORDER BY %[4]s`, strings.Join(prefixed("x.", BlocksKey), ", "), strings.Join(agg, ", "),
-		BlocksFrom(from, tenant, sums), Ordinals(len(BlocksKey)))
+// blockRows are the daily rows r of from (their tenant in the expression tenant) once for each
+// block they fall in, keyed as BlocksKey, with their sums and histogram: what the fold adds up
+// into rollup_tenant_blocks and a rebuild counts it from.
+func blockRows(from, tenant string) string {
+	return BlocksFrom(from, tenant, append(prefixed("r.", Cols(Sums)), "r.latency_hist"))
 }
 
-// blocksFoldSQL is the fold's upsert of the daily rows per tenant bt into rollup_tenant_blocks.
-var blocksFoldSQL = func() string {
-	var set []string
-	for _, c := range Cols(Sums) {
-		set = append(set, fmt.Sprintf("%[1]s = t.%[1]s + excluded.%[1]s", c))
-	}
-	return fmt.Sprintf(`INSERT INTO rollup_tenant_blocks AS t (%[1]s, %[2]s, latency_hist)
-		%[3]s
-		ON CONFLICT (%[1]s) DO UPDATE SET %[4]s, latency_hist = hist_merge(t.latency_hist, excluded.latency_hist)
-		RETURNING 1`, strings.Join(BlocksKey, ", "), strings.Join(Cols(Sums), ", "),
-		blocksSelect("bt r", "r.tenant"), strings.Join(set, ", "))
-}()
-
-// BlocksFromDailySQL is rollup_tenant_blocks as rollup_daily_tenant's rows add up: what a rebuild
-// writes, and what the table must always equal.
-var BlocksFromDailySQL = blocksSelect("rollup_daily_tenant r", "r.tenant")
+// BlocksFromDailySQL is rollup_tenant_blocks as rollup_daily_tenant's rows add up, in key order
+// (BlocksKey, Sums, latency_hist): what a rebuild writes, and what the table must always equal.
+var BlocksFromDailySQL = fmt.Sprintf(`SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM (%[3]s) x
+	GROUP BY %[4]s ORDER BY %[4]s`, strings.Join(BlocksKey, ", "), strings.Join(summedAs(Sums), ", "),
+	blockRows("rollup_daily_tenant r", "r.tenant"), Ordinals(len(BlocksKey)))
 
 // blocksRebuildSteps count rollup_tenant_blocks again from rollup_daily_tenant.
 var blocksRebuildSteps = []Step{

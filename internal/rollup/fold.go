@@ -43,10 +43,9 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // and only a fold deletes pending rows, under the fold lock. Summing straight from the table,
 // instead of from RETURNING's copy of every wide row, took a quarter off the fold.
 var foldSQL = func() [2]string {
-	var sums, set, bsums []string
+	var sums, set []string
 	for _, s := range Sums {
 		sums = append(sums, fmt.Sprintf("sum8(a.%s)", s.Col))
-		bsums = append(bsums, fmt.Sprintf("sum8(b.%[1]s) AS %[1]s", s.Col))
 		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
@@ -86,7 +85,8 @@ var foldSQL = func() [2]string {
 		}
 		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "b a "+seriesOfA))
 	}
-	steps = append(steps, spendFoldSQL, blocksFoldSQL)
+	steps = append(steps, spendFoldSQL,
+		upsert("rollup_tenant_blocks", BlocksKey, prefixed("a.", BlocksKey), "("+blockRows("bt r", "r.tenant")+") a"))
 	var ctes, counts []string
 	for i, st := range steps {
 		ctes = append(ctes, fmt.Sprintf("u%d AS (%s)", i, st))
@@ -97,13 +97,13 @@ var foldSQL = func() [2]string {
 	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
-	bt AS (SELECT b.project_id, b.bucket, s.tenant, b.fallback, b.status, b.error_class, %[6]s,
-		hist_sum(b.latency_hist) AS latency_hist FROM b `+JoinSeries("b")+` GROUP BY 1, 2, 3, 4, 5, 6),
+	bt AS (SELECT b.project_id, b.bucket, s.tenant, b.fallback, b.status, b.error_class, %[2]s,
+		hist_sum(latency_hist) AS latency_hist FROM b `+JoinSeries("b")+` GROUP BY 1, 2, 3, 4, 5, 6),
 	mn AS (SELECT project_id, bucket + minute * interval '1 minute' AS bucket, series_id, fallback, status, error_class,
 		%[5]s, latency_hist FROM `+ph.from+` AND p.minute IS NOT NULL),
 	%[3]s
 	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
-		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "), strings.Join(bsums, ", "))
+		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "))
 
 	// The cache groups go to their series' shapes.
 	pc := chunkOf("pending_cache")

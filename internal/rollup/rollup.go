@@ -13,10 +13,10 @@
 // whole series they would keep about a row per attempt when the tenants are many. The narrow daily
 // rollups (DailyBy) sum the days over every series column but a few, for questions that need no
 // other; the tenant ones are the only rollups that keep the tenant, with their sums over blocks of
-// days (rollup_tenant_spend, spend.go; rollup_tenant_blocks, blocks.go). rollup_cache_hourly counts the
-// attempts that used the prompt cache or named a prompt_hash, per series shape and hash (a hash
-// used once in its UTC month is counted on its shape's empty-hash row, see migration 00005;
-// cache_prefixes tracks each hash's calls).
+// days (rollup_tenant_spend, spend.go; rollup_tenant_blocks, blocks.go). rollup_cache_hourly
+// counts the attempts that used the prompt cache or named a prompt_hash, per series shape and
+// hash (a hash used once in its UTC month is counted on its shape's empty-hash row, see migration
+// 00005; cache_prefixes tracks each hash's calls).
 //
 // The pending tables keep the whole series: a fold sums each pending row onto its shape for the
 // shape-keyed rollups and by the kept columns, tenant included, for the narrow ones.

@@ -21,14 +21,14 @@ var SpendSpans = []int{1, 8, 64}
 // since it is a multiple of n.
 var spendEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// spansSQL is SpendSpans as an SQL array literal.
-var spansSQL = func() string {
+// spansSQL is spans as an SQL array literal.
+func spansSQL(spans []int) string {
 	var s []string
-	for _, n := range SpendSpans {
+	for _, n := range spans {
 		s = append(s, fmt.Sprint(n))
 	}
 	return "'{" + strings.Join(s, ",") + "}'::int2[]"
-}()
+}
 
 // spendBlockOf is the SQL for the first day of the block of span span holding the date day.
 func spendBlockOf(day, span string) string {
@@ -48,7 +48,7 @@ var (
 func SpendFrom(from, tenant string) string {
 	return fmt.Sprintf(`SELECT r.project_id, sp.span, %s, %s, sum(r.cost_nanos)::int8
 		FROM %s CROSS JOIN unnest(%s) AS sp(span) GROUP BY 1, 2, 3, 4`,
-		spendBlockOf("r.bucket", "sp.span"), tenant, from, spansSQL)
+		spendBlockOf("r.bucket", "sp.span"), tenant, from, spansSQL(SpendSpans))
 }
 
 // spendFoldSQL is the fold's upsert of the daily rows per tenant bt into rollup_tenant_spend, in

@@ -186,7 +186,7 @@ func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 	limit := PartitionName(monthStart(cutoff))
 	var dropped []string
 	for _, p := range parts {
-		if !strings.HasPrefix(p.name, "attempts_p") || p.name >= limit {
+		if p.name >= limit {
 			continue
 		}
 		if err := s.dropPartition(ctx, p.name); err != nil {
