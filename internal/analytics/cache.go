@@ -70,11 +70,15 @@ var cacheCols = rollup.Cols(rollup.CacheSums)
 // main rollups (whole days from rollup_daily), for models that wrote or read the cache at all:
 // the columns of cacheCols, calls being the model's attempts. Those rollups key their rows by
 // series shape, so only the shapes are joined (cacheShapesSQL): probing the whole series table
-// for each row cost a fifth more when the tenants are many.
+// for each row cost a fifth more when the tenants are many. The rows are added up per shape
+// first, on its number, and only those sums joined to the shapes' names and added up by them:
+// 85 ms against 192 ms for a week at 1M records of 10,000 tenants (EXPLAIN ANALYZE), where the
+// planner sorted every row by the names.
 var cacheModelSQL = func() string {
 	cols := append([]string{"attempts"}, cacheCols[1:]...)
 	return `SELECT s.service, s.operation, s.provider, s.model, r.fallback, ` + sumsOfCols("r", cols) + `
-	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(cols, ", "), "") + `) r
+	FROM (SELECT series_id, fallback, ` + strings.Join(sumsAs(cols), ", ") + `
+		FROM (` + fmt.Sprintf(sourceSQL, strings.Join(cols, ", "), "") + `) x GROUP BY 1, 2) r
 	JOIN (` + cacheShapesSQL + `) s ON s.id = r.series_id
 	GROUP BY 1, 2, 3, 4, 5
 	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
@@ -91,6 +95,15 @@ const cacheShapesSQL = `
 			s.service, s.operation, s.provider, s.model
 		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
 	`
+
+// sumsAs is the sum of each of cols named as the column, as bigint.
+func sumsAs(cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = fmt.Sprintf("sum8(%[1]s) AS %[1]s", c)
+	}
+	return out
+}
 
 // sumsOfCols is the sum of each of cols over the rows aliased r, as bigint.
 func sumsOfCols(r string, cols []string) string {
