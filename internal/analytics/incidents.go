@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -157,17 +159,21 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams) (In
 	if err != nil {
 		return IncidentList{}, err
 	}
-	var out []Incident
-	models, err := s.modelIncidents(ctx, f.ProjectID, from, to, now, hours, p)
-	if err != nil {
+	// The models' minutes and the caches' hours are read at once, on two connections.
+	var models, caches []Incident
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) {
+		models, err = s.modelIncidents(ectx, f.ProjectID, from, to, now, hours, p)
+		return err
+	})
+	eg.Go(func() (err error) {
+		caches, err = s.cacheIncidents(ectx, f.ProjectID, from, to, now, p)
+		return err
+	})
+	if err := eg.Wait(); err != nil {
 		return IncidentList{}, err
 	}
-	out = append(out, models...)
-	caches, err := s.cacheIncidents(ctx, f.ProjectID, from, to, now, p)
-	if err != nil {
-		return IncidentList{}, err
-	}
-	out = append(out, caches...)
+	out := append(models, caches...)
 	out = append(out, s.spendIncidents(from, to, now, hours, p)...)
 	for i := range out {
 		in := &out[i]
