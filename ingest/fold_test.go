@@ -339,7 +339,8 @@ func TestFoldDrainsBacklog(t *testing.T) {
 }
 
 // TestWriterPrunes checks that a writer with PruneEvery set removes rollup_hourly's hours older
-// than rollup.HourlyKeep on its own, keeps the recent ones, and leaves every other rollup whole.
+// than rollup.HourlyKeep on its own, keeps the recent ones, and leaves every other rollup whole;
+// and that it then sums the cache days its folds noted (rollup.SummarizeCacheDays).
 func TestWriterPrunes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -348,23 +349,28 @@ func TestWriterPrunes(t *testing.T) {
 	now := time.Now()
 	recs := []schema.Attempt{attempt("old", now.Add(-rollup.HourlyKeep-48*time.Hour), 1, schema.StatusOK),
 		attempt("new", now.Add(-time.Hour), 1, schema.StatusOK)}
+	for i := range recs {
+		recs[i].PromptHash = "sys-v1"
+	}
 	if _, err := w.Submit(ctx, project, recs); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var hourly, old, model, daily int64
+		var hourly, old, model, daily, days, noted int64
 		if err := st.Pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(attempts), 0) FROM rollup_hourly),
 			(SELECT count(*) FROM rollup_hourly WHERE bucket < $1), (SELECT coalesce(sum(attempts), 0) FROM rollup_hourly_model),
-			(SELECT coalesce(sum(attempts), 0) FROM rollup_daily)`, rollup.PruneCutoff(now)).Scan(&hourly, &old, &model, &daily); err != nil {
+			(SELECT coalesce(sum(attempts), 0) FROM rollup_daily),
+			(SELECT coalesce(sum(calls), 0) FROM rollup_cache_daily WHERE prompt_hash = ''),
+			(SELECT count(*) FROM cache_days_dirty)`, rollup.PruneCutoff(now)).Scan(&hourly, &old, &model, &daily, &days, &noted); err != nil {
 			t.Fatal(err)
 		}
-		if hourly == 1 && old == 0 && model == 2 && daily == 2 {
+		if hourly == 1 && old == 0 && model == 2 && daily == 2 && days == 2 && noted == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rollup_hourly counts %d attempts (%d rows before the cutoff), rollup_hourly_model %d, rollup_daily %d; want 1, 0, 2, 2",
-				hourly, old, model, daily)
+			t.Fatalf("rollup_hourly counts %d attempts (%d rows before the cutoff), rollup_hourly_model %d, rollup_daily %d, "+
+				"the cache days %d (%d days noted); want 1, 0, 2, 2, 2, 0", hourly, old, model, daily, days, noted)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

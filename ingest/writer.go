@@ -76,8 +76,9 @@ type Options struct {
 	// Zero waits for the fold, bounded only by the read's context.
 	ReadWait time.Duration
 	// PruneEvery, when set, is how often the folder prunes the hours rollup_hourly and the buckets
-	// rollup_minute5 keep no longer (rollup.Prune), the first time PruneEvery after the writer
-	// starts. Zero never prunes.
+	// rollup_minute5 keep no longer (rollup.Prune), then sums again the cache days folds noted
+	// (rollup.SummarizeCacheDays), the first time PruneEvery after the writer starts. Zero never
+	// prunes, and leaves the cache report to read the noted days' hours.
 	PruneEvery time.Duration
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -420,10 +421,10 @@ func (w *Writer) folder() {
 	}
 }
 
-// prune removes one chunk of the hours rollup_hourly and the buckets rollup_minute5 keep no longer
-// and tells whether more may be left: the folder prunes a chunk a tick, so that the first prune of
-// a large ledger does not hold up its folds. Several replicas may prune at once: each chunk takes
-// the fold lock.
+// prune removes one chunk of the hours rollup_hourly and the buckets rollup_minute5 keep no longer,
+// or once none is left sums one chunk of the noted cache days, and tells whether more may be left:
+// the folder prunes a chunk a tick, so that the first prune of a large ledger does not hold up its
+// folds. Several replicas may prune at once: each chunk takes the fold lock.
 func (w *Writer) prune(ctx context.Context) (more bool) {
 	var n int64
 	if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
@@ -434,6 +435,17 @@ func (w *Writer) prune(ctx context.Context) (more bool) {
 			w.log.Warn("prune rollups", "err", err)
 		}
 		return false
+	}
+	if !more {
+		if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+			_, more, err = rollup.SummarizeCacheDays(ctx, tx, time.Now())
+			return err
+		}); err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("sum cache days", "err", err)
+			}
+			return false
+		}
 	}
 	if w.pruned += n; !more && w.pruned > 0 {
 		now := time.Now()

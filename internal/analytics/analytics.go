@@ -164,21 +164,36 @@ const readSettingsSQL = `SELECT set_config('max_parallel_workers_per_gather', '0
 // five runs) cannot know how many and may scan whole tables. An unnamed statement with a cached
 // description costs no extra round trip.
 func (s *Service) read(ctx context.Context, sql string, args pgx.NamedArgs, dst []any, each func() error) error {
+	return s.readTx(ctx, pgx.ReadCommitted, func(q queryFunc) error { return q(sql, args, dst, each) })
+}
+
+// queryFunc runs one query of a read's transaction as read does.
+type queryFunc func(sql string, args pgx.NamedArgs, dst []any, each func() error) error
+
+// readSnapshot runs fn's queries in one read-only REPEATABLE READ transaction with
+// readSettingsSQL: they all read the same snapshot.
+func (s *Service) readSnapshot(ctx context.Context, fn func(q queryFunc) error) error {
+	return s.readTx(ctx, pgx.RepeatableRead, fn)
+}
+
+func (s *Service) readTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(q queryFunc) error) error {
 	conn, err := s.reads.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, readSettingsSQL); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, sql, pgx.QueryExecModeCacheDescribe, args)
-		if err != nil {
+		return fn(func(sql string, args pgx.NamedArgs, dst []any, each func() error) error {
+			rows, err := tx.Query(ctx, sql, pgx.QueryExecModeCacheDescribe, args)
+			if err != nil {
+				return err
+			}
+			_, err = pgx.ForEachRow(rows, dst, each)
 			return err
-		}
-		_, err = pgx.ForEachRow(rows, dst, each)
-		return err
+		})
 	})
 }
 

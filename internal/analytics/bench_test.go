@@ -312,7 +312,8 @@ func BenchmarkManyTenants(b *testing.B) {
 	}
 	var rows []int64
 	tables := []string{"attempts", "rollup_hourly", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
-		"rollup_daily_tenant", "rollup_daily_tenant_model", "rollup_tenant_spend", "rollup_tenant_blocks", "rollup_cache_hourly", "rollup_load_minute"}
+		"rollup_daily_tenant", "rollup_daily_tenant_model", "rollup_tenant_spend", "rollup_tenant_blocks", "rollup_cache_hourly", "rollup_cache_daily",
+		"rollup_load_minute"}
 	for _, t := range tables {
 		var n int64
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&n); err != nil {

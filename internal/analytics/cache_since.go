@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -18,14 +21,15 @@ import (
 // at their mean cost, rounded down to the nano-dollar); never read back, beyond what they would
 // have cost without caching.
 
-// cacheRowsSQL reads rollup_cache_hourly over [@from, @to) for the shapes the filter selects, in
-// one snapshot: each model's names once (kind 0: model_id and names, cacheShapesSQL), and the
+// cacheRowsSQL reads rollup_cache_hourly's hours in the ranges [@los[i], @his[i]) for the shapes
+// the filter selects: each model's names once (kind 0: model_id and names, cacheShapesSQL), and the
 // rollup's rows as stored (kind 1: the model_id of the row's shape, fallback flag, prompt hash
-// when @per_hash, hour, the columns of cacheCols and single_use), in no order. The rollup keys its rows by hour,
-// shape, fallback flag and hash, so nothing is grouped here: cachePrefixes adds them up in Go.
-// Grouping them in SQL, per hash for the report's totals, per prefix and hour with windows for
-// its breaks, and per model and hour for the incidents, took most of those reads' time when the
-// shapes are many (docs/performance.md).
+// when @per_hash, hour, the columns of cacheCols and single_use), in no order. The rollup keys its
+// rows by hour, shape, fallback flag and hash, so nothing is grouped here: cachePrefixes adds them
+// up in Go. Grouping them in SQL, per hash for the report's totals, per prefix and hour with
+// windows for its breaks, and per model and hour for the incidents, took most of those reads' time
+// when the shapes are many (docs/performance.md). Each range is read by its own range scan of the
+// rollup's key (OFFSET 0, as in modelMinutesSQL).
 var cacheRowsSQL = func() string {
 	zeros := strings.TrimSuffix(strings.Repeat("0::int8, ", len(cacheCols)+1), ", ")
 	cols := make([]string, len(cacheCols))
@@ -38,14 +42,60 @@ var cacheRowsSQL = func() string {
 	UNION ALL
 	SELECT 1, m.model_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` + strings.Join(cols, ", ") + `,
 		c.single_use, NULL, NULL, NULL, NULL
-	FROM rollup_cache_hourly c JOIN m ON m.id = c.series_id
-	WHERE c.project_id = @project AND c.bucket >= @from AND c.bucket < @to`
+	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
+	CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
+		AND c.bucket < w.hi OFFSET 0) c
+	JOIN m ON m.id = c.series_id`
 }()
 
-// add adds the hour o of another hash or shape to h.
-func (h *cacheHour) add(o cacheHour) {
-	h.calls, h.writes, h.reads = h.calls+o.calls, h.writes+o.writes, h.reads+o.reads
-	h.cost, h.nocache, h.unpriced = h.cost+o.cost, h.nocache+o.nocache, h.unpriced+o.unpriced
+// cacheDaysSQL lists the local days @days (dates) whose summaries in rollup_cache_daily may be read
+// (rollup.SummarizeCacheDays), each with its through: those no fold has added to before it.
+const cacheDaysSQL = `SELECT d.bucket, d.through FROM rollup_cache_days d
+	WHERE d.project_id = @project AND d.bucket = ANY(@days::date[]) AND NOT EXISTS (
+		SELECT 1 FROM cache_days_dirty x WHERE x.project_id = d.project_id AND x.bucket = d.bucket AND x.hour < d.through)`
+
+// cacheDaySumsSQL reads the summaries of the local days @days for the models the filter selects:
+// the model's (prompt_hash ”) and, when @per_hash, each hash's.
+var cacheDaySumsSQL = `SELECT service, operation, provider, model, fallback, prompt_hash, ` +
+	strings.Join(rollup.CacheDayCols, ", ") + `
+	FROM rollup_cache_daily WHERE project_id = @project AND bucket = ANY(@days::date[]) AND (@per_hash OR prompt_hash = '')
+		AND (@service = '' OR service = @service) AND (@model = '' OR model = @model)
+		AND (@operation = '' OR operation = @operation) AND (@provider = '' OR provider = @provider)`
+
+// cacheSums are a prefix's sums over some of its hours.
+type cacheSums struct{ calls, writes, reads, cost, nocache, unpriced int64 }
+
+func (c *cacheSums) add(o cacheSums) {
+	c.calls, c.writes, c.reads = c.calls+o.calls, c.writes+o.writes, c.reads+o.reads
+	c.cost, c.nocache, c.unpriced = c.cost+o.cost, c.nocache+o.nocache, c.unpriced+o.unpriced
+}
+
+// cacheHour is one hour of a prefix's cache use: a model's or one prompt_hash's of it.
+type cacheHour struct {
+	at time.Time
+	cacheSums
+}
+
+// cacheSpan is what a prefix did in a span of its hours, from its first hour at: one hour, or a
+// local day up to its summary's through (a row of rollup_cache_daily). lastRead is its last hour
+// that read and since its first hour after that one that wrote (nil when none); all sums every
+// hour, fromSince the hours from since on, reading the hours that read.
+type cacheSpan struct {
+	at                      time.Time
+	lastRead, since         *time.Time
+	all, fromSince, reading cacheSums
+}
+
+// spanOf is the span of one hour.
+func spanOf(h cacheHour) cacheSpan {
+	sp := cacheSpan{at: h.at, all: h.cacheSums}
+	switch {
+	case h.reads > 0:
+		sp.lastRead, sp.reading = &sp.at, h.cacheSums
+	case h.writes > 0:
+		sp.since, sp.fromSince = &sp.at, h.cacheSums
+	}
+	return sp
 }
 
 // byHour sorts hours (of several hashes or shapes) in time and adds up those of the same hour, in
@@ -58,12 +108,54 @@ func byHour(hours []cacheHour) []cacheHour {
 	merged := hours[:1]
 	for _, h := range hours[1:] {
 		if last := &merged[len(merged)-1]; last.at.Equal(h.at) {
-			last.add(h)
+			last.add(h.cacheSums)
 		} else {
 			merged = append(merged, h)
 		}
 	}
 	return merged
+}
+
+// cacheState is where a prefix stands after its spans (in time order): the last hour that read,
+// whether and since when it is broken (see the top of this file) with the sums of its hours since
+// then, and the sums of every hour that read. The hours that read all come before since, so the
+// spans' sums give it as their hours would.
+type cacheState struct {
+	lastRead, since    *time.Time
+	fromSince, reading cacheSums
+}
+
+// stateOf is the state after spans, in time order.
+func stateOf(spans []cacheSpan) cacheState {
+	var st cacheState
+	last := -1
+	for i := range spans {
+		if spans[i].lastRead != nil {
+			last = i
+		}
+		st.reading.add(spans[i].reading)
+	}
+	if len(spans) == 0 {
+		return st
+	}
+	from := 0
+	if last < 0 {
+		// Never read back: broken since its first hour, every call counted.
+		st.since = &spans[0].at
+		st.fromSince = spans[0].all
+	} else {
+		st.lastRead = spans[last].lastRead
+		from = slices.IndexFunc(spans[last:], func(sp cacheSpan) bool { return sp.since != nil })
+		if from < 0 {
+			return st
+		}
+		from += last
+		st.since, st.fromSince = spans[from].since, spans[from].fromSince
+	}
+	for _, sp := range spans[from+1:] {
+		st.fromSince.add(sp.all)
+	}
+	return st
 }
 
 // brokenSince is when a prefix broke and what it cost since (see the top of this file).
@@ -73,41 +165,16 @@ type brokenSince struct {
 	callsBefore, costBefore, unpricedBefore int64
 }
 
-// sinceOf finds when the prefix of hours (in time order, one per hour, as cachePrefixes gives
-// them) broke: ok is false when nothing wrote it since it was last read back.
-func sinceOf(merged []cacheHour) (b brokenSince, ok bool) {
-	if len(merged) == 0 {
+// sinceOf finds when the prefix of spans (in time order, as cachePrefixes gives them) broke: ok is
+// false when nothing wrote it since it was last read back.
+func sinceOf(spans []cacheSpan) (b brokenSince, ok bool) {
+	st := stateOf(spans)
+	if st.since == nil {
 		return b, false
 	}
-	var since *time.Time
-	for i := range merged {
-		if merged[i].reads > 0 {
-			b.lastRead = &merged[i].at
-		}
-	}
-	if b.lastRead == nil {
-		since = &merged[0].at
-	} else {
-		for i := range merged {
-			if merged[i].writes > 0 && merged[i].at.After(*b.lastRead) {
-				since = &merged[i].at
-				break
-			}
-		}
-	}
-	if since == nil {
-		return b, false
-	}
-	b.since = since
-	for _, h := range merged {
-		switch {
-		case !h.at.Before(*since):
-			b.calls, b.writes, b.cost, b.nocache, b.unpriced = b.calls+h.calls, b.writes+h.writes, b.cost+h.cost, b.nocache+h.nocache, b.unpriced+h.unpriced
-		case h.reads > 0:
-			b.callsBefore, b.costBefore, b.unpricedBefore = b.callsBefore+h.calls, b.costBefore+h.cost, b.unpricedBefore+h.unpriced
-		}
-	}
-	return b, true
+	f, r := st.fromSince, st.reading
+	return brokenSince{since: st.since, lastRead: st.lastRead, calls: f.calls, writes: f.writes, cost: f.cost,
+		nocache: f.nocache, unpriced: f.unpriced, callsBefore: r.calls, costBefore: r.cost, unpricedBefore: r.unpriced}, true
 }
 
 // extra is the extra cost of a broken prefix (see the top of this file); nil when the calls since
@@ -129,36 +196,126 @@ func (b brokenSince) extra() *money.Nanos {
 	return &e
 }
 
-// cachePrefix is what rollup_cache_hourly holds of one prefix over a range: its hours, in time
-// order and one per hour; of a hash, its totals (the columns of cacheCols); of a model, the calls
-// of hashes used once in their month (counted on their shape's empty-hash row, see migration
-// 00005) and how many distinct hashes have rows of their own.
+// cachePrefix is what the cache rollups hold of one prefix over a range: its spans, in time order
+// (hours, and days summed up to their through); of a hash, its totals (the columns of cacheCols);
+// of a model, the calls of hashes used once in their month (counted on their shape's empty-hash
+// row, see migration 00005) and how many distinct hashes have rows of their own.
 type cachePrefix struct {
-	hours             []cacheHour
+	spans             []cacheSpan
 	sums              []int64
 	singleUse, hashes int64
 }
 
-// cachePrefixes reads rollup_cache_hourly over f's range [from, to) once (cacheRowsSQL) and adds
-// it up per prefix: each model's cache use as a whole (hash "") and, when perHash, each
-// prompt_hash of it, a model being its service, operation, provider and model, whichever shapes
-// carry them. The incidents need the models only: with the hashes their read took about a third
-// longer (docs/performance.md).
-func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
+// cachePrefixes reads the cache rollups over f's range [from, to) in one snapshot and adds them
+// up per prefix: each model's cache use as a whole (hash "") and, when perHash, each prompt_hash of
+// it, a model being its service, operation, provider and model, whichever shapes carry them. The
+// local days inside [from, min(to, sumTo)) come from their summaries (rollup_cache_daily) where
+// those are up to date, up to their through; every other hour from rollup_cache_hourly. The
+// incidents need the models only: with the hashes their read took about a third longer
+// (docs/performance.md).
+func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
 	args := filterArgs(f)
-	args["project"], args["from"], args["to"], args["per_hash"] = f.ProjectID, from, to, perHash
+	args["project"], args["per_hash"] = f.ProjectID, perHash
+	var days []string
+	if to.Before(sumTo) {
+		sumTo = to
+	}
+	for d := dateOf(from.Add(-time.Nanosecond), s.tz).addDays(1); !d.addDays(1).start(s.tz).After(sumTo); d = d.addDays(1) {
+		if !d.start(s.tz).Before(from) {
+			days = append(days, d.String())
+		}
+	}
+	args["days"] = days
+	out := map[sinceKey]*cachePrefix{}
+	prefix := func(k sinceKey) *cachePrefix {
+		p := out[k]
+		if p == nil {
+			p = &cachePrefix{}
+			if k.hash != "" {
+				p.sums = make([]int64, len(cacheCols))
+			}
+			out[k] = p
+		}
+		return p
+	}
+	err := s.readSnapshot(ctx, func(q queryFunc) error {
+		// The hours not summed: the range less each summed day up to its through.
+		type summed struct{ lo, hi time.Time }
+		var (
+			sums []summed
+			day  time.Time
+			thr  time.Time
+		)
+		if len(days) > 0 {
+			if err := q(cacheDaysSQL, args, []any{&day, &thr}, func() error {
+				lo := date{day.Year(), day.Month(), day.Day()}.start(s.tz)
+				if thr.After(lo) {
+					sums = append(sums, summed{lo, thr})
+				}
+				return nil
+			}); err != nil {
+				return fmt.Errorf("cache days: %w", err)
+			}
+		}
+		slices.SortFunc(sums, func(a, b summed) int { return a.lo.Compare(b.lo) })
+		var los, his, summedDays []time.Time
+		at := from
+		for _, sm := range sums {
+			if at.Before(sm.lo) {
+				los, his = append(los, at), append(his, sm.lo)
+			}
+			at = sm.hi
+			summedDays = append(summedDays, sm.lo)
+		}
+		if at.Before(to) {
+			los, his = append(los, at), append(his, to)
+		}
+		args["los"], args["his"] = los, his
+		if err := s.cacheHours(q, args, prefix); err != nil {
+			return err
+		}
+		if len(summedDays) == 0 {
+			return nil
+		}
+		dayNames := make([]string, len(summedDays))
+		for i, d := range summedDays {
+			dayNames[i] = dateOf(d, s.tz).String()
+		}
+		args["days"] = dayNames
+		return s.cacheDays(q, args, prefix)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache prefixes: %w", err)
+	}
+	for k, p := range out {
+		slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
+		if k.hash != "" {
+			prefix(sinceKey{key: k.key}).hashes++
+		}
+	}
+	return out, nil
+}
+
+// cacheHours reads the hours of cacheRowsSQL into the prefixes (prefix finds or adds one), each
+// hour's rows added up and made a span.
+func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceKey) *cachePrefix) error {
 	// Keyed by model_id while the rows are read, so no row's names are hashed; the names may come
 	// after their rows.
-	type prefix struct {
+	type key struct {
 		model    int64
 		fallback bool
 		hash     string
 	}
+	type read struct {
+		hours     []cacheHour
+		sums      []int64
+		singleUse int64
+	}
 	var (
-		byID                                = map[prefix]*cachePrefix{}
+		byID                                = map[key]*read{}
 		names                               = map[int64]cacheKey{}
 		kind                                int
-		k                                   prefix
+		k                                   key
 		hash                                *string
 		at                                  *time.Time
 		n                                   = make([]int64, len(cacheCols))
@@ -170,28 +327,27 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to time.Tim
 		dst = append(dst, &n[i])
 	}
 	dst = append(dst, &singleUse, &service, &operation, &provider, &model)
-	err := s.read(ctx, cacheRowsSQL, args, dst, func() error {
+	err := q(cacheRowsSQL, args, dst, func() error {
 		if kind == 0 {
 			names[k.model] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
 			return nil
 		}
-		h := cacheHour{at: *at, calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
-			cost: n[kCost], nocache: n[kNoCache], unpriced: n[kUnpriced]}
-		m := byID[k]
+		h := cacheHour{at: *at, cacheSums: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
+			cost: n[kCost], nocache: n[kNoCache], unpriced: n[kUnpriced]}}
+		m := byID[key{k.model, k.fallback, ""}]
 		if m == nil {
-			m = &cachePrefix{}
-			byID[k] = m
+			m = &read{}
+			byID[key{k.model, k.fallback, ""}] = m
 		}
 		m.hours, m.singleUse = append(m.hours, h), m.singleUse+singleUse
 		if hash == nil || *hash == "" {
 			return nil
 		}
-		hk := prefix{k.model, k.fallback, *hash}
+		hk := key{k.model, k.fallback, *hash}
 		p := byID[hk]
 		if p == nil {
-			p = &cachePrefix{sums: make([]int64, len(cacheCols))}
+			p = &read{sums: make([]int64, len(cacheCols))}
 			byID[hk] = p
-			m.hashes++
 		}
 		p.hours = append(p.hours, h)
 		for i, v := range n {
@@ -200,23 +356,65 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to time.Tim
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cache prefixes: %w", err)
+		return fmt.Errorf("cache hours: %w", err)
 	}
-	out := make(map[sinceKey]*cachePrefix, len(byID))
-	for k, p := range byID {
+	for k, r := range byID {
 		key := names[k.model]
 		key.fallback = k.fallback
-		p.hours = byHour(p.hours)
-		out[sinceKey{key: key, hash: k.hash}] = p
+		p := prefix(sinceKey{key: key, hash: k.hash})
+		for _, h := range byHour(r.hours) {
+			p.spans = append(p.spans, spanOf(h))
+		}
+		p.singleUse += r.singleUse
+		for i, v := range r.sums {
+			p.sums[i] += v
+		}
 	}
-	return out, nil
+	return nil
+}
+
+// cacheDays reads the day summaries of cacheDaySumsSQL into the prefixes, a span each.
+func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, prefix func(sinceKey) *cachePrefix) error {
+	var (
+		k               sinceKey
+		n               = make([]int64, len(cacheCols))
+		singleUse       int64
+		sp              cacheSpan
+		lastRead, since *time.Time
+		f, r            cacheSums
+	)
+	dst := []any{&k.key.service, &k.key.operation, &k.key.provider, &k.key.model, &k.key.fallback, &k.hash}
+	for i := range n {
+		dst = append(dst, &n[i])
+	}
+	dst = append(dst, &singleUse, &sp.at, &lastRead, &since, &f.calls, &f.writes, &f.cost, &f.nocache, &f.unpriced,
+		&r.calls, &r.cost, &r.unpriced)
+	err := q(cacheDaySumsSQL, args, dst, func() error {
+		p := prefix(k)
+		sp.lastRead, sp.since, sp.fromSince, sp.reading = lastRead, since, f, r
+		sp.all = cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls], cost: n[kCost],
+			nocache: n[kNoCache], unpriced: n[kUnpriced]}
+		p.spans = append(p.spans, sp)
+		if k.hash == "" {
+			p.singleUse += singleUse
+		} else {
+			for i, v := range n {
+				p.sums[i] += v
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache days: %w", err)
+	}
+	return nil
 }
 
 // cacheWeek gives the report's hash rows (the prompt hashes with at least minCalls calls, and per
 // model, hash nil, how many distinct hashes it saw and how many of them were used once in their
 // month: see cacheScan) and when each prefix broke, from the prefixes of f's range [from, to).
 func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, minCalls int) ([]cacheScan, map[sinceKey]brokenSince, error) {
-	prefixes, err := s.cachePrefixes(ctx, f, from, to, true)
+	prefixes, err := s.cachePrefixes(ctx, f, from, to, to, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,7 +428,7 @@ func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, m
 			hash := k.hash
 			hashes = append(hashes, cacheScan{key: k.key, hash: &hash, n: p.sums})
 		}
-		if b, ok := sinceOf(p.hours); ok {
+		if b, ok := sinceOf(p.spans); ok {
 			since[k] = b
 		}
 	}

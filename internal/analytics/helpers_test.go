@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
+	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/store"
 	"github.com/ledgerd/ledgerd/money"
 	"github.com/ledgerd/ledgerd/schema"
@@ -161,4 +164,17 @@ func nanos(t *testing.T, usd string) money.Nanos {
 
 func day(y int, m time.Month, d, h int, tz *time.Location) time.Time {
 	return time.Date(y, m, d, h, 0, 0, 0, tz)
+}
+
+// summarizeCacheDays sums every cache day folds noted whose noted hour is over at now.
+func summarizeCacheDays(t testing.TB, pool *pgxpool.Pool, now time.Time) {
+	t.Helper()
+	for more := true; more; {
+		if err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) (err error) {
+			_, more, err = rollup.SummarizeCacheDays(context.Background(), tx, now)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -11,19 +11,16 @@ import (
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// cacheHour is one hour of a prefix's cache use: a model's or one prompt_hash's of it.
-type cacheHour struct {
-	at                                            time.Time
-	calls, writes, reads, cost, nocache, unpriced int64
-}
-
 // cacheIncidents finds the broken caches that overlap [from, to): per model, from the first hour
 // that wrote without reads after an hour that read (or from its first hour, when it never read)
 // to the next hour that read, with at least CacheMinCalls writing calls; open while no hour up to
-// now read. Hours from SpendDays before from are read, for the hours the cache worked in.
+// now read. The SpendDays local days before from's day are read too, for the hours the cache
+// worked in: as their summaries (rollup_cache_daily) where those are up to date, which hide no
+// break that ends at or after from.
 func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
-	readFrom := from.AddDate(0, 0, -p.SpendDays)
-	prefixes, err := s.cachePrefixes(ctx, Filter{ProjectID: project}, readFrom, now.Add(time.Hour), false)
+	sumTo := dateOf(from, s.tz).start(s.tz)
+	readFrom := dateOf(from, s.tz).addDays(-p.SpendDays).start(s.tz)
+	prefixes, err := s.cachePrefixes(ctx, Filter{ProjectID: project}, readFrom, now.Add(time.Hour), sumTo, false)
 	if err != nil {
 		return nil, fmt.Errorf("incidents: cache: %w", err)
 	}
@@ -42,7 +39,11 @@ func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, n
 	})
 	var out []Incident
 	for _, k := range models {
-		for _, in := range cacheBreaks(prefixes[sinceKey{key: k}].hours, p) {
+		spans := prefixes[sinceKey{key: k}].spans
+		// The spans before the first hour of from's day (its days, and the hours of the first day)
+		// only lead up to the hours after them.
+		i, _ := slices.BinarySearchFunc(spans, sumTo, func(sp cacheSpan, t time.Time) int { return sp.at.Compare(t) })
+		for _, in := range cacheBreaks(spans[:i], spans[i:], p) {
 			if !overlaps(in.StartedAt, in.EndedAt, from, to) {
 				continue
 			}
@@ -53,60 +54,61 @@ func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, n
 	return out, nil
 }
 
-// cacheBreaks lists the breaks of one model's cache in its hours (in order): each from the first
-// hour that wrote and did not read after an hour that read (or the first hour, when none read
-// before) to the next hour that read (EndedAt nil when none did).
-func cacheBreaks(hours []cacheHour, p IncidentParams) []Incident {
+// cacheBreaks lists the breaks of one model's cache in its hours (in order, each a span of one
+// hour), after the spans before them (in order; summed days too): each from the first hour that
+// wrote and did not read after an hour that read (or the first hour, when none read before) to
+// the next hour that read (EndedAt nil when none did). The breaks that end among the spans before
+// are not listed.
+func cacheBreaks(before, hours []cacheSpan, p IncidentParams) []Incident {
+	st := stateOf(before)
 	var (
-		out                                    []Incident
-		workCalls, workCost, workUnpriced      int64
-		readOnce, broken                       bool
-		start                                  time.Time
-		calls, writes, cost, nocache, unpriced int64
+		out      []Incident
+		work     = st.reading
+		readOnce = st.lastRead != nil
+		broken   = st.since != nil
+		start    time.Time
+		since    = st.fromSince
 	)
+	if broken {
+		start = *st.since
+	}
 	flush := func(end *time.Time) {
 		if !broken {
 			return
 		}
 		broken = false
-		if writes < p.CacheMinCalls {
+		if since.writes < p.CacheMinCalls {
 			return
 		}
-		in := Incident{Kind: KindCacheBroken, StartedAt: start, EndedAt: end, CallsAffected: calls}
-		if priced := calls - unpriced; priced > 0 {
+		in := Incident{Kind: KindCacheBroken, StartedAt: start, EndedAt: end, CallsAffected: since.calls}
+		if priced := since.calls - since.unpriced; priced > 0 {
 			var e money.Nanos
-			switch before := workCalls - workUnpriced; {
+			switch before := work.calls - work.unpriced; {
 			case readOnce && before > 0:
-				e = money.Nanos(cost - priced*workCost/before)
+				e = money.Nanos(since.cost - priced*work.cost/before)
 				in.ExtraUSD = &e
 			case !readOnce:
-				e = money.Nanos(cost - nocache)
+				e = money.Nanos(since.cost - since.nocache)
 				in.ExtraUSD = &e
 			}
 		}
 		out = append(out, in)
 	}
-	for i, h := range hours {
+	for i, sp := range hours {
+		h := sp.all
 		switch {
 		case h.reads > 0:
-			at := h.at
+			at := sp.at
 			flush(&at)
 			readOnce = true
-			workCalls += h.calls
-			workCost += h.cost
-			workUnpriced += h.unpriced
+			work.add(h)
 			continue
-		case !broken && (h.writes > 0 || (!readOnce && i == 0)):
-			broken, start = true, h.at
-			calls, writes, cost, nocache, unpriced = 0, 0, 0, 0, 0
+		case !broken && (h.writes > 0 || (!readOnce && i == 0 && len(before) == 0)):
+			broken, start, since = true, sp.at, cacheSums{}
 		case !broken:
 			continue
 		}
-		calls += h.calls
-		writes += h.writes
-		cost += h.cost
-		nocache += h.nocache
-		unpriced += h.unpriced
+		since.add(h)
 	}
 	flush(nil)
 	return out

@@ -25,14 +25,18 @@ const snapshotSQL = `SELECT ((to_jsonb(r) - 'series_id' - 'latency_hist')
 		|| jsonb_build_object('series', to_jsonb(s) - 'id', 'hist', r.latency_hist::text))::text AS row
 	FROM %s r JOIN series s ON s.project_id = r.project_id AND s.id = r.series_id ORDER BY 1`
 
+// The cache days folds noted are summed first (rollup.SummarizeCacheDays, as a writer's folder
+// would), so that the fold's summaries compare with a rebuild's.
 func snapshot(t *testing.T, l *ledger) map[string][]string {
 	t.Helper()
+	summarizeCacheDays(t, l.st.Pool, time.Now())
 	out := map[string][]string{}
 	for _, table := range []string{"rollup_hourly", "rollup_minute5", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
-		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes", "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_tenant_blocks"} {
+		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes", "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_tenant_blocks",
+		"rollup_cache_daily", "rollup_cache_days"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
-		case "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend": // keyed by names, no series or histogram
+		case "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_cache_daily", "rollup_cache_days": // keyed by names, no series or histogram
 			q = `SELECT to_jsonb(r)::text FROM ` + table + ` r ORDER BY 1`
 		case "rollup_hourly_model", "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant", "rollup_tenant_blocks": // keyed by series columns, not a series
 			q = `SELECT ((to_jsonb(r) - 'latency_hist') || jsonb_build_object('hist', r.latency_hist::text))::text

@@ -437,6 +437,10 @@ func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
 			return fmt.Errorf("reprice: update %s: %w", s.table, err)
 		}
 	}
+	// The cache days summed from the hours changed are summed again (rollup.SummarizeCacheDays).
+	if _, err := tx.Exec(ctx, rollup.MarkRepricedCacheDaysSQL); err != nil {
+		return fmt.Errorf("reprice: note cache days: %w", err)
+	}
 	return nil
 }
 

@@ -467,11 +467,26 @@ func TestRepriceAfterPrune(t *testing.T) {
 		t.Fatalf("pruned %d rows, %d left, %d before the cutoff: the fixture should straddle it", n, left, before)
 	}
 	l.checkRollups(t)
+	// The prune summed the cache days (rollup.SummarizeCacheDays); a reprice that changes their
+	// hours' costs notes them, so their summaries are not read until summed again.
+	validDays := func() (n int) {
+		if err := l.pool.QueryRow(ctx, `SELECT count(*) FROM rollup_cache_days d WHERE NOT EXISTS (SELECT 1 FROM cache_days_dirty x
+			WHERE x.project_id = d.project_id AND x.bucket = d.bucket AND x.hour < d.through)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if validDays() == 0 {
+		t.Fatal("no cache day summed before the reprice")
+	}
 	if _, err := reprice.Run(ctx, l.st, catB, reprice.Options{From: dataStart, To: dataStart.AddDate(0, 0, 10)}); err != nil {
 		t.Fatal(err)
 	}
 	l.checkRaw(t, costings(recs, catA, catB, func(*schema.Attempt) bool { return true }))
 	l.checkRollups(t)
+	if n := validDays(); n != 0 {
+		t.Errorf("%d cache days still read as summed before the reprice", n)
+	}
 }
 
 // TestReport checks the report's figures for a known case and its text form.

@@ -33,7 +33,8 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
 // and local day, deletes them, and adds those sums to rollup_hourly and the narrow hourly rollups,
 // and their sums per day to rollup_daily and, through each series' columns, to the narrow daily
-// rollups; and its recent rows per 5 minutes to rollup_minute5. The second folds the cache groups.
+// rollups; and its recent rows per 5 minutes to rollup_minute5. The second folds the cache groups
+// and notes their local days (markCacheDaysSQL).
 // Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
 // Every upsert goes in key order, as every fold locks rows in it.
 //
@@ -110,8 +111,9 @@ var foldSQL = func() [2]string {
 	src := fmt.Sprintf(`SELECT p.project_id, p.bucket, s.shape_id AS series_id, p.fallback, p.prompt_hash, %s
 		FROM pending_cache p JOIN series s ON s.project_id = p.project_id AND s.id = p.series_id WHERE %s GROUP BY %s`,
 		strings.Join(summedAs(CacheSums), ", "), pc.in, Ordinals(len(CacheKey)))
+	// The days the cache groups fall in are noted for SummarizeCacheDays (cachedays.go).
 	return [2]string{rollups, "WITH " + pc.with + " " + cacheFoldCTEs(src) + ", ins AS (" + cacheFoldUpsert +
-		" RETURNING 1) SELECT (SELECT count(*) FROM ins), " + pc.taken}
+		" RETURNING 1), dd AS (" + markCacheDaysSQL("m") + ") SELECT (SELECT count(*) FROM ins), " + pc.taken}
 }()
 
 // chunk is how a fold statement takes one chunk of a pending table's rows: with are its first WITH

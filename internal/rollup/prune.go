@@ -78,8 +78,8 @@ func PruneChunk(ctx context.Context, tx pgx.Tx, now time.Time) (int64, bool, err
 	return n + m, n == pruneChunk || m == pruneChunk, nil
 }
 
-// Prune runs PruneChunk until nothing is left, each chunk in a transaction of its own, and
-// returns how many rows it deleted.
+// Prune runs PruneChunk until nothing is left, then SummarizeCacheDays, each chunk in a
+// transaction of its own, as a writer's folder does, and returns how many rows it deleted.
 func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) (int64, error) {
 	var total int64
 	for more := true; more; {
@@ -92,6 +92,15 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) (int64, error
 			return total, err
 		}
 		total += n
+	}
+	for more := true; more; {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+			_, more, err = SummarizeCacheDays(ctx, tx, now)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
 	}
 	return total, nil
 }

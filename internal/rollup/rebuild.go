@@ -88,7 +88,8 @@ var (
 	setTimezoneSQL = `INSERT INTO settings (key, value) VALUES ('timezone', $1)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 	analyzeSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + NarrowTables() + `, rollup_cache_hourly, cache_prefixes,
-		rollup_load_minute, rollup_load_peaks, rollup_tenant_spend, rollup_tenant_blocks, rollup_minute5`
+		rollup_load_minute, rollup_load_peaks, rollup_tenant_spend, rollup_tenant_blocks, rollup_minute5,
+		rollup_cache_daily, rollup_cache_days`
 
 	// CountSQL counts the rows of rollup_hourly, rollup_daily and rollup_cache_hourly.
 	CountSQL = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
@@ -205,6 +206,7 @@ func RebuildSteps(r Recount) []Step {
 			steps = append(steps, tenantSQL(d, r.KeepDays, slices.Concat(r.KeepDays, r.FromHourly), r.Timezone)...)
 		}
 	}
+	steps = append(steps, cacheDaysRebuildSteps(r.Timezone)...)
 	steps = append(steps, spendRebuildSteps...)
 	steps = append(steps, blocksRebuildSteps...)
 	steps = append(steps, minuteRebuildSteps(covered)...)

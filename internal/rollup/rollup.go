@@ -16,7 +16,8 @@
 // days (rollup_tenant_spend, spend.go; rollup_tenant_blocks, blocks.go). rollup_cache_hourly
 // counts the attempts that used the prompt cache or named a prompt_hash, per series shape and
 // hash (a hash used once in its UTC month is counted on its shape's empty-hash row, see migration
-// 00005; cache_prefixes tracks each hash's calls).
+// 00005; cache_prefixes tracks each hash's calls). rollup_cache_daily (cachedays.go) sums its local
+// days per model and per hash, with when each broke, for the cache report and incidents.
 //
 // The pending tables keep the whole series: a fold sums each pending row onto its shape for the
 // shape-keyed rollups and by the kept columns, tenant included, for the narrow ones.

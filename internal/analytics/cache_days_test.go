@@ -1,0 +1,186 @@
+package analytics_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/seed"
+	"github.com/ledgerd/ledgerd/schema"
+)
+
+// TestCacheDays checks that the cache report and the incidents answer the same from the cache
+// days' summaries (rollup_cache_daily) as from the hours they sum, on a ledger of 10 days whose
+// models break, heal, share hashes and stand in for one another: over the default week, whole
+// days, days cut at an hour and the incidents open now. The hours the summaries cover are then
+// deleted, and the reports of whole days must not change: they take those days from the summaries.
+func TestCacheDays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tz := mustZone(t, "America/New_York")
+	now := time.Date(2026, 11, 4, 15, 30, 0, 0, tz)
+	l := loadSeeded(t, seed.Options{Records: 30_000, Seed: 11, Projects: []string{"saas"}, End: now, Days: 10,
+		Spread: &seed.Spread{Tenants: 100, Services: 4}})
+	pool := l.st.Pool
+	summarizeCacheDays(t, pool, now)
+	midnight := func(daysBack int) time.Time {
+		y, m, d := now.Date()
+		return time.Date(y, m, d-daysBack, 0, 0, 0, 0, tz)
+	}
+	filters := map[string]analytics.Filter{
+		"default week":     {ProjectID: l.project},
+		"whole days":       {ProjectID: l.project, From: midnight(8), To: midnight(2)},
+		"cut at hours":     {ProjectID: l.project, From: midnight(7).Add(10 * time.Hour), To: midnight(1).Add(17 * time.Hour)},
+		"one day":          {ProjectID: l.project, From: midnight(4), To: midnight(3)},
+		"open now":         {ProjectID: l.project, From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)},
+		"one model's week": {ProjectID: l.project, Model: "claude-sonnet-5-5"},
+	}
+	answers := func() map[string]string {
+		out := map[string]string{}
+		for name, f := range filters {
+			rows, err := l.svc.Cache(ctx, f, 0)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out[name+" cache"] = mustJSON(t, rows)
+			if f.Model != "" {
+				continue
+			}
+			in, err := l.svc.Incidents(ctx, f)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out[name+" incidents"] = mustJSON(t, in)
+		}
+		return out
+	}
+	exec := func(sql string, args ...any) int64 {
+		t.Helper()
+		tag, err := pool.Exec(ctx, sql, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tag.RowsAffected()
+	}
+	var broken, summed int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE since IS NOT NULL AND prompt_hash = ''), count(*)
+		FROM rollup_cache_daily`).Scan(&broken, &summed); err != nil {
+		t.Fatal(err)
+	}
+	if broken == 0 || summed == 0 {
+		t.Fatalf("%d summaries, %d of models that wrote after their last read: the ledger tests nothing", summed, broken)
+	}
+	fromDays := answers()
+
+	// Every day noted: the answers come from the hours alone.
+	exec(`INSERT INTO cache_days_dirty SELECT project_id, bucket, '-infinity' FROM rollup_cache_days
+		ON CONFLICT (project_id, bucket) DO UPDATE SET hour = excluded.hour`)
+	fromHours := answers()
+	for k, want := range fromHours {
+		if fromDays[k] != want {
+			t.Errorf("%s from the summaries:\n%s\nfrom the hours:\n%s", k, fromDays[k], want)
+		}
+	}
+
+	// The summaries stand for their hours: without those hours the answers stay.
+	exec(`DELETE FROM cache_days_dirty`)
+	if n := exec(`DELETE FROM rollup_cache_hourly c USING rollup_cache_days d WHERE c.project_id = d.project_id
+		AND c.bucket >= (d.bucket::timestamp AT TIME ZONE $1) AND c.bucket < d.through`, tz.String()); n == 0 {
+		t.Fatal("no hour summed")
+	}
+	// The questions of whole days; the others read some of those hours as hours.
+	got := answers()
+	for _, k := range []string{"default week cache", "whole days cache", "one day cache", "one model's week cache"} {
+		if got[k] != fromHours[k] {
+			t.Errorf("%s without the summed hours:\n%s\nwant:\n%s", k, got[k], fromHours[k])
+		}
+	}
+}
+
+// TestCacheDaysLate checks that a late attempt in a summed day is counted at once (the fold notes
+// its day, whose hours are then read instead of its summary) and after the day is summed again,
+// on a cache that breaks at 22:00, stays broken over midnight and is read back two days later.
+func TestCacheDaysLate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	at := func(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
+	call := func(d, h, m int) *rec {
+		return newRec(at(d, h, m), "sonnet").service("bot", "answer").tokens(200, 100).hash("sys-v1")
+	}
+	var recs []schema.Attempt
+	// Working on the 5th at 10:00 (1 write, 4 reads), then 6 writes at 22:00 on the 5th, 23:00,
+	// and 02:00 on the 6th, and reads again at 12:00 on the 7th.
+	recs = append(recs, call(5, 10, 0).cache(1000, 0).done())
+	for i := range 4 {
+		recs = append(recs, call(5, 10, 1+i).cache(0, 1000).done())
+	}
+	for _, h := range [][2]int{{5, 22}, {5, 23}, {6, 2}} {
+		for i := range 6 {
+			recs = append(recs, call(h[0], h[1], i).cache(1000, 0).done())
+		}
+	}
+	recs = append(recs, call(7, 12, 0).cache(0, 1000).done())
+	l.add(p, recs...)
+	s := l.service(at(8, 0, 0))
+	summarizeCacheDays(t, l.st.Pool, at(8, 0, 0))
+	f := analytics.Filter{ProjectID: p, From: at(4, 0, 0), To: at(7, 0, 0), Service: "bot"}
+	report := func() analytics.CacheRow {
+		t.Helper()
+		rows, err := s.Cache(ctx, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 {
+			t.Fatalf("%d rows, want the model's and its hash's: %s", len(rows), js(rows))
+		}
+		return rows[0]
+	}
+	// Up to the 7th: broken since 22:00 on the 5th; 18 calls at 195,000 against 18 at the working
+	// hour's mean (5 calls, 515,000).
+	check := func(what string, calls int64) {
+		t.Helper()
+		r := report()
+		extra := calls*writeCost - calls*515_000/5
+		if !r.Broken || r.BrokenSince == nil || !r.BrokenSince.Equal(at(5, 22, 0)) || r.ExtraCostUSD == nil || int64(*r.ExtraCostUSD) != int64(extra) {
+			t.Errorf("%s: %s, want broken since the 5th 22:00 with extra %d", what, js(r), extra)
+		}
+	}
+	check("summed", 18)
+	// A late write at 23:30 on the 5th, a day already summed.
+	l.add(p, call(5, 23, 30).cache(1000, 0).done())
+	check("late", 19)
+	summarizeCacheDays(t, l.st.Pool, at(8, 0, 0))
+	check("summed again", 19)
+	// Its incident, from the summaries of the 5th and the 6th, ended by the read of the 7th.
+	in, err := s.Incidents(ctx, analytics.Filter{ProjectID: p, From: at(7, 0, 0), To: at(8, 0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, i := range in.Incidents {
+		if i.Kind == analytics.KindCacheBroken {
+			found = true
+			extra := 19*writeCost - 19*515_000/5
+			if !i.StartedAt.Equal(at(5, 22, 0)) || i.EndedAt == nil || !i.EndedAt.Equal(at(7, 12, 0)) || i.CallsAffected != 19 ||
+				i.ExtraUSD == nil || int64(*i.ExtraUSD) != int64(extra) {
+				t.Errorf("incident %s, want the 5th 22:00 to the 7th 12:00, 19 calls, extra %d", js(i), extra)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no broken cache in %s", js(in))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
