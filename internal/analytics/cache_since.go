@@ -22,30 +22,32 @@ import (
 // have cost without caching.
 
 // cacheRowsSQL reads rollup_cache_hourly's hours in the ranges [@los[i], @his[i]) for the shapes
-// the filter selects: each model's names once (kind 0: model_id and names, cacheShapesSQL), and the
-// rollup's rows as stored (kind 1: the model_id of the row's shape, fallback flag, prompt hash
-// when @per_hash, hour, the columns of cacheCols and single_use), in no order. The rollup keys its
-// rows by hour, shape, fallback flag and hash, so nothing is grouped here: cachePrefixes adds them
-// up in Go. Grouping them in SQL, per hash for the report's totals, per prefix and hour with
-// windows for its breaks, and per model and hour for the incidents, took most of those reads' time
-// when the shapes are many (docs/performance.md). Each range is read by its own range scan of the
-// rollup's key (OFFSET 0, as in modelMinutesSQL).
+// the filter selects: each model's names once (kind 0: model_id and names, cacheShapesSQL, of the
+// shapes that have hours there), and the rollup's rows as stored (kind 1: the model_id of the row's
+// shape, fallback flag, prompt hash when @per_hash, hour, the columns of cacheCols and
+// single_use), in no order. The rollup keys its rows by hour, shape, fallback flag and hash, so
+// nothing is grouped here: cachePrefixes adds them up in Go. Grouping them in SQL, per hash for
+// the report's totals, per prefix and hour with windows for its breaks, and per model and hour for
+// the incidents, took most of those reads' time when the shapes are many (docs/performance.md).
+// Each range is read by its own range scan of the rollup's key (OFFSET 0, as in modelMinutesSQL).
 var cacheRowsSQL = func() string {
 	zeros := strings.TrimSuffix(strings.Repeat("0::int8, ", len(cacheCols)+1), ", ")
 	cols := make([]string, len(cacheCols))
 	for i, c := range cacheCols {
 		cols[i] = "c." + c
 	}
-	return `WITH m AS MATERIALIZED (` + cacheShapesSQL + `)
+	shapes := strings.Replace(cacheShapesSQL, "s.id = s.shape_id AND", "s.id = s.shape_id AND s.id IN (SELECT series_id FROM c) AND", 1)
+	return `WITH c AS MATERIALIZED (
+		SELECT c.* FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
+		CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
+			AND c.bucket < w.hi OFFSET 0) c
+	), m AS MATERIALIZED (` + shapes + `)
 	SELECT DISTINCT 0, model_id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
 	FROM m
 	UNION ALL
 	SELECT 1, m.model_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` + strings.Join(cols, ", ") + `,
 		c.single_use, NULL, NULL, NULL, NULL
-	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
-	CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
-		AND c.bucket < w.hi OFFSET 0) c
-	JOIN m ON m.id = c.series_id`
+	FROM c JOIN m ON m.id = c.series_id`
 }()
 
 // cacheDaysSQL lists the local days @days (dates) whose summaries in rollup_cache_daily may be read
@@ -55,7 +57,7 @@ const cacheDaysSQL = `SELECT d.bucket, d.through FROM rollup_cache_days d
 		SELECT 1 FROM cache_days_dirty x WHERE x.project_id = d.project_id AND x.bucket = d.bucket AND x.hour < d.through)`
 
 // cacheDaySumsSQL reads the summaries of the local days @days for the models the filter selects:
-// the model's (prompt_hash ”) and, when @per_hash, each hash's.
+// the model's (the empty prompt_hash) and, when @per_hash, each hash's.
 var cacheDaySumsSQL = `SELECT service, operation, provider, model, fallback, prompt_hash, ` +
 	strings.Join(rollup.CacheDayCols, ", ") + `
 	FROM rollup_cache_daily WHERE project_id = @project AND bucket = ANY(@days::date[]) AND (@per_hash OR prompt_hash = '')
