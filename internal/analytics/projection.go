@@ -65,14 +65,14 @@ type DayCost struct {
 	CostUSD money.Nanos `json:"cost_usd"`
 }
 
-// dailyCostSQL is the cost per local day of [@from, @to), for one service when @service is not ”.
+// dailyCostSQL is the cost per local day of [@from, @to), for one service when @service is not empty.
 const dailyCostSQL = `SELECT d.bucket, sum8(d.cost_nanos), sum8(d.unpriced_attempts), sum8(d.usage_unknown_attempts)
 	FROM rollup_daily d
 	WHERE d.project_id = @project AND d.bucket >= @from AND d.bucket < @to
 		AND (@service = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = @project AND service = @service))
 	GROUP BY d.bucket`
 
-// firstDaySQL is the first local day with any attempt (of @service when not ”).
+// firstDaySQL is the first local day with any attempt (of @service when it is not empty).
 const firstDaySQL = `SELECT d.bucket FROM rollup_daily d
 	WHERE d.project_id = @project
 		AND (@service = '' OR d.series_id IN (SELECT id FROM series WHERE project_id = @project AND service = @service))

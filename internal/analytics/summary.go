@@ -177,7 +177,7 @@ const sourceSQL = `
 	FROM rollup_hourly WHERE project_id = @project AND bucket >= @edge1_from AND bucket < @edge1_to%[2]s`
 
 // seriesFilter narrows series s to the filter's service, model, tenant, operation and provider
-// (filterArgs; ” matches any).
+// (filterArgs; an empty one matches any).
 const seriesFilter = `(@service = '' OR s.service = @service) AND (@model = '' OR s.model = @model)
 		AND (@tenant = '' OR s.tenant = @tenant) AND (@operation = '' OR s.operation = @operation)
 		AND (@provider = '' OR s.provider = @provider)`
