@@ -123,9 +123,10 @@ var (
 	summarizeCacheDaysSQL = summarizeSQL(summarizeDays, TimezoneSQL, "$1::timestamptz")
 )
 
-// cacheDaysChunk is how many days SummarizeCacheDays sums in one transaction: a day of a ledger of
-// 10,000 tenants is some 60,000 cache hours.
-const cacheDaysChunk = 4
+// cacheDaysChunk is how many days SummarizeCacheDays sums in one transaction, under the fold lock:
+// a day of a ledger of 10,000 tenants and 10 million attempts a month is some 65,000 cache hours,
+// summed in about 0.9 s (four days took 2.7-4.3 s).
+const cacheDaysChunk = 1
 
 // SummarizeCacheDays sums again up to cacheDaysChunk of the days folds noted whose noted hour is
 // over at now, after waiting for any other fold to finish (it takes the fold lock for the rest of
