@@ -246,6 +246,7 @@ func dumpLedger(t *testing.T, pool *pgxpool.Pool) string {
 		{"rollup_daily_tenant", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_cache_hourly", "to_jsonb(r) - 'series_id'", join, "r.calls <> 0"},
 		{"rollup_load_minute", "to_jsonb(r)", noSeries, "TRUE"},
+		{"rollup_model_minute", "to_jsonb(r)", noSeries, "TRUE"},
 		{"rollup_tenant_spend", "to_jsonb(r)", noSeries, "TRUE"},
 		{"rollup_tenant_blocks", "to_jsonb(r) - 'latency_hist', r.latency_hist::text", noSeries, "TRUE"},
 		{"rollup_load_peaks", "to_jsonb(r)", noSeries, "TRUE"},

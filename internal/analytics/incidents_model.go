@@ -10,26 +10,26 @@ import (
 	"github.com/ledgerd/ledgerd/money"
 )
 
-// modelMinutesSQL reads the load rollup's minutes that start in the windows [@mlos[i],
-// @mhis[i]) of the models @models[i] (a model's windows do not overlap), per UTC minute,
-// provider, model, fallback flag and the model a fallback stood in for: the model's own attempts
-// and the fallback attempts that stood in for it; attempts, first attempts (calls), failed
-// attempts (status error), answers (status ok), the cost of the priced attempts that gave no
-// answer, and the unpriced attempts. The rollup is scanned once over each span [@los[j],
-// @his[j]) of the windows merged across models, by its own range scan of the rollup's key
-// (OFFSET 0 keeps the planner from flattening the spans into one scan of every minute): the
-// models' windows overlap where an outage hits several models at once, and scanning each
-// model's windows apart read those minutes once per model. Each window is joined to the rows of
-// its span (@spans[i], from 1) and model only.
+// modelMinutesSQL reads the minutes of rollup_model_minute (the load rollup's, summed over org and
+// service) that start in the windows [@mlos[i], @mhis[i]) of the models @models[i] (a model's
+// windows do not overlap, so a row falls in one window at most), per UTC minute, provider, model,
+// fallback flag and the model a fallback stood in for: the model's own attempts and the fallback
+// attempts that stood in for it; attempts, first attempts (calls), failed attempts (status error),
+// answers (status ok), the cost of the priced attempts that gave no answer, and the unpriced
+// attempts. The rollup is scanned once over each span [@los[j], @his[j]) of the windows merged
+// across models, by its own range scan of the rollup's key (OFFSET 0 keeps the planner from
+// flattening the spans into one scan of every minute): the models' windows overlap where an
+// outage hits several models at once, and scanning each model's windows apart read those minutes
+// once per model. Each window is joined to the rows of its span (@spans[i], from 1) and model only.
 const modelMinutesSQL = `SELECT r.bucket, r.provider, r.model, r.fallback, r.fallback_from,
-		sum8(r.requests), sum8(r.calls), sum8(r.failed), sum8(r.answered), sum8(r.wasted_nanos), sum8(r.unpriced_attempts)
+		r.requests, r.calls, r.failed, r.answered, r.wasted_nanos, r.unpriced_attempts
 	FROM unnest(@los::timestamptz[], @his::timestamptz[]) WITH ORDINALITY w(lo, hi, span)
-	CROSS JOIN LATERAL (SELECT * FROM rollup_load_minute r WHERE r.project_id = @project AND r.bucket >= w.lo
+	CROSS JOIN LATERAL (SELECT * FROM rollup_model_minute r WHERE r.project_id = @project AND r.bucket >= w.lo
 		AND r.bucket < w.hi OFFSET 0) r
 	JOIN unnest(@spans::int8[], @mlos::timestamptz[], @mhis::timestamptz[], @models::text[]) m(span, lo, hi, model)
 		ON m.span = w.span AND m.model = CASE WHEN r.fallback THEN r.fallback_from ELSE r.model END
 		AND r.bucket >= m.lo AND r.bucket < m.hi
-	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`
+	ORDER BY 1`
 
 // recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @los, @his, @wends,
 // @providers, @models), per RecoveryWindow (@window seconds) from its end e, the logical calls of

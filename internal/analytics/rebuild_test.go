@@ -33,10 +33,11 @@ func snapshot(t *testing.T, l *ledger) map[string][]string {
 	out := map[string][]string{}
 	for _, table := range []string{"rollup_hourly", "rollup_minute5", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
 		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes", "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_tenant_blocks",
-		"rollup_cache_daily", "rollup_cache_days"} {
+		"rollup_cache_daily", "rollup_cache_days", "rollup_model_minute"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
-		case "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_cache_daily", "rollup_cache_days": // keyed by names, no series or histogram
+		case "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_cache_daily", "rollup_cache_days",
+			"rollup_model_minute": // keyed by names, no series or histogram
 			q = `SELECT to_jsonb(r)::text FROM ` + table + ` r ORDER BY 1`
 		case "rollup_hourly_model", "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant", "rollup_tenant_blocks": // keyed by series columns, not a series
 			q = `SELECT ((to_jsonb(r) - 'latency_hist') || jsonb_build_object('hist', r.latency_hist::text))::text

@@ -313,6 +313,12 @@ func (l ledger) checkRollups(t *testing.T) {
 			count(*) FILTER (WHERE a.cost_nanos IS NULL)
 			FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`,
 			"project_id, bucket, org, provider, model, service, fallback, fallback_from, wasted_nanos, unpriced_attempts"},
+		// The same per model (rollup_model_minute).
+		{"rollup_model_minute", `SELECT a.project_id, date_trunc('minute', a.started_at, 'UTC'), s.provider, s.model, a.fallback,
+			s.fallback_from, coalesce(sum(a.cost_nanos) FILTER (WHERE a.status <> 'ok'), 0)::int8,
+			count(*) FILTER (WHERE a.cost_nanos IS NULL)
+			FROM attempts a JOIN series s ON s.project_id = a.project_id AND s.id = a.series_id GROUP BY 1, 2, 3, 4, 5, 6`,
+			"project_id, bucket, provider, model, fallback, fallback_from, wasted_nanos, unpriced_attempts"},
 	} {
 		var extra, missing int
 		q := fmt.Sprintf(`SELECT (SELECT count(*) FROM ((SELECT %[2]s FROM %[1]s) EXCEPT (%[3]s)) x),

@@ -98,14 +98,21 @@ var applySQL = append(append([]applyStmt{
 	buildApply("rollup_daily", onShapes("reprice_daily", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
 	// Nor the 5 minutes before minutes_from (rollup.MinuteKeep), which reprice_minute holds none of.
 	buildApply("rollup_minute5", onShapes("reprice_minute", rollup.Key, rollupDeltaCols, "TRUE"), rollup.Key, rollupDeltaCols, ""),
-}, narrowApply()...), append(cacheApply, loadApply)...)
+}, narrowApply()...), append(cacheApply, loadApply...)...)
 
-// loadApply is the statement of applySQL for rollup_load_minute: reprice_load's deltas on the
-// rollup's key, each series replaced by its provider, model, service and fallback_from.
-var loadApply = buildApply("rollup_load_minute", `(SELECT d.project_id, d.bucket, d.org, s.provider, s.model, s.service,
+// loadApply are the statements of applySQL for rollup_load_minute and rollup_model_minute:
+// reprice_load's deltas on each rollup's key, each series replaced by its provider, model, service
+// and fallback_from.
+var loadApply = []applyStmt{
+	buildApply("rollup_load_minute", `(SELECT d.project_id, d.bucket, d.org, s.provider, s.model, s.service,
 		d.fallback, s.fallback_from, d.`+strings.Join(loadDeltaCols, ", d.")+`
 	FROM reprice_load d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
-	rollup.LoadKey, loadDeltaCols, "")
+		rollup.LoadKey, loadDeltaCols, ""),
+	buildApply("rollup_model_minute", `(SELECT d.project_id, d.bucket, s.provider, s.model, d.fallback, s.fallback_from,
+		d.`+strings.Join(loadDeltaCols, ", d.")+`
+	FROM reprice_load d JOIN series s ON s.project_id = d.project_id AND s.id = d.series_id) x`,
+		rollup.ModelMinuteKey, loadDeltaCols, ""),
+}
 
 // onShapes is the deltas of table (keyed by key, with the whole series) on the series' shapes, as
 // the shape-keyed rollups count them, of the rows where selects (aliased d): a FROM item.

@@ -23,6 +23,10 @@
 // headroom of the day. The peak of a sum is not the sum of peaks: each grouping's peak is found
 // from the minute sums of that grouping.
 //
+// rollup_model_minute (migration 00040) sums rollup_load_minute's minutes over org and service, for
+// the incidents' counts (ModelMinuteSums): with many services a minute of the load rollup is some
+// hundreds of rows, of a couple of dozen models.
+//
 // An ingest commit adds its deltas to pending_load_minute (with the local day of each minute);
 // each chunk of a fold (LoadFoldSQL) adds them to rollup_load_minute and notes the minutes it
 // touched, and the fold, once its chunks are done (RaisePeaks, raise.go), sums every grouping at
@@ -214,8 +218,8 @@ func headroomLower(l string) string {
 	return fmt.Sprintf("headroom_below(excluded.%[1]s_remaining, excluded.%[1]s_limit, r.%[1]s_remaining, r.%[1]s_limit)", l)
 }
 
-// LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute, in
-// one statement, under the fold lock, and records the minutes it touched in pending_load_touched
+// LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute and
+// rollup_model_minute, in one statement, under the fold lock, and records the minutes it touched in pending_load_touched
 // (migration 00034) for RaisePeaks; it returns how many rows it wrote, then the chunk's size and
 // last ctid. As the other folds, it reads the pending rows and deletes them in separate WITH items,
 // so both see the same rows. The day of each minute comes from the pending rows, counted when the
@@ -239,6 +243,10 @@ var LoadFoldSQL = func() string {
 		SELECT %[1]s, %[5]s FROM pd ORDER BY %[4]s
 		ON CONFLICT (%[1]s) DO UPDATE SET %[6]s
 		RETURNING 1
+	), mm AS (
+		INSERT INTO rollup_model_minute AS r (%[7]s, %[8]s)
+		SELECT %[7]s, %[9]s FROM pd GROUP BY %[10]s ORDER BY %[10]s
+		ON CONFLICT (%[7]s) DO UPDATE SET %[11]s
 	), t AS (
 		INSERT INTO pending_load_touched (project_id, bucket, day)
 		SELECT project_id, bucket, max(day) FROM pd GROUP BY 1, 2 ORDER BY 1, 2
@@ -246,8 +254,33 @@ var LoadFoldSQL = func() string {
 	)
 	SELECT (SELECT count(*) FROM u), `+pl.taken,
 		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
-		strings.Join(LoadCols, ", "), strings.Join(set, ", "))
+		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(ModelMinuteKey, ", "),
+		strings.Join(ModelMinuteSums, ", "), strings.Join(mmSums, ", "), Ordinals(len(ModelMinuteKey)), strings.Join(mmSet, ", "))
 }()
+
+// ModelMinuteKey is rollup_model_minute's key (migration 00040): the load rollup's minutes per
+// provider, model, fallback flag and the model a fallback stood in for, without org and service.
+// ModelMinuteSums are the load sums it keeps: the incidents' minute counts.
+var (
+	ModelMinuteKey  = []string{"project_id", "bucket", "provider", "model", "fallback", "fallback_from"}
+	ModelMinuteSums = []string{"requests", "calls", "failed", "answered", "wasted_nanos", "unpriced_attempts"}
+)
+
+// mmSums and mmSet sum ModelMinuteSums into rollup_model_minute.
+var mmSums, mmSet = func() (sums, set []string) {
+	for _, c := range ModelMinuteSums {
+		sums = append(sums, "sum8("+c+")")
+		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", c))
+	}
+	return sums, set
+}()
+
+// modelMinutesFromLoadSQL counts rollup_model_minute from rollup_load_minute, whose minutes a
+// rebuild recounted and which keeps those of dropped months.
+var modelMinutesFromLoadSQL = fmt.Sprintf(`INSERT INTO rollup_model_minute (%[1]s, %[2]s)
+	SELECT %[1]s, %[3]s FROM rollup_load_minute GROUP BY %[4]s ORDER BY %[4]s`,
+	strings.Join(ModelMinuteKey, ", "), strings.Join(ModelMinuteSums, ", "), strings.Join(mmSums, ", "),
+	Ordinals(len(ModelMinuteKey)))
 
 // LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:
 // clear the minutes whose raw attempts exist ($1, $2: the starts and ends of those ranges; the

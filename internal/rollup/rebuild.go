@@ -89,7 +89,7 @@ var (
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 	analyzeSQL = `ANALYZE series, rollup_hourly, rollup_daily, ` + NarrowTables() + `, rollup_cache_hourly, cache_prefixes,
 		rollup_load_minute, rollup_load_peaks, rollup_tenant_spend, rollup_tenant_blocks, rollup_minute5,
-		rollup_cache_daily, rollup_cache_days`
+		rollup_cache_daily, rollup_cache_days, rollup_model_minute`
 
 	// CountSQL counts the rows of rollup_hourly, rollup_daily and rollup_cache_hourly.
 	CountSQL = `SELECT (SELECT count(*) FROM rollup_hourly), (SELECT count(*) FROM rollup_daily),
@@ -212,6 +212,8 @@ func RebuildSteps(r Recount) []Step {
 	steps = append(steps, minuteRebuildSteps(covered)...)
 	steps = append(steps, Step{"clear load minutes", LoadRebuildSQL[0], covered},
 		Step{"count load minutes", LoadRebuildSQL[1], nil},
+		Step{"clear model minutes", `DELETE FROM rollup_model_minute`, nil},
+		Step{"count model minutes", modelMinutesFromLoadSQL, nil},
 		Step{"clear load peaks", LoadRebuildSQL[2], nil},
 		Step{"count load peaks", LoadRebuildSQL[3], []any{r.Timezone}})
 	return append(steps, Step{"store timezone", setTimezoneSQL, []any{r.Timezone}},
