@@ -426,26 +426,28 @@ func (w *Writer) folder() {
 // the folder prunes a chunk a tick, so that the first prune of a large ledger does not hold up its
 // folds. Several replicas may prune at once: each chunk takes the fold lock.
 func (w *Writer) prune(ctx context.Context) (more bool) {
-	var n int64
-	if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
-		n, more, err = rollup.PruneChunk(ctx, tx, time.Now())
-		return err
-	}); err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("prune rollups", "err", err)
-		}
-		return false
-	}
-	if !more {
-		if _, err := w.foldTx(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
-			_, more, err = rollup.SummarizeCacheDays(ctx, tx, time.Now())
-			return err
-		}); err != nil {
+	// step runs one chunk in a transaction of its own, and logs its failure as what.
+	step := func(what string, fn func(context.Context, pgx.Tx) error) bool {
+		if _, err := w.foldTx(ctx, fn); err != nil {
 			if ctx.Err() == nil {
-				w.log.Warn("sum cache days", "err", err)
+				w.log.Warn(what, "err", err)
 			}
 			return false
 		}
+		return true
+	}
+	var n int64
+	if !step("prune rollups", func(ctx context.Context, tx pgx.Tx) (err error) {
+		n, more, err = rollup.PruneChunk(ctx, tx, time.Now())
+		return err
+	}) {
+		return false
+	}
+	if !more && !step("sum cache days", func(ctx context.Context, tx pgx.Tx) (err error) {
+		_, more, err = rollup.SummarizeCacheDays(ctx, tx, time.Now())
+		return err
+	}) {
+		return false
 	}
 	if w.pruned += n; !more && w.pruned > 0 {
 		now := time.Now()
