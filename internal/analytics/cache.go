@@ -77,7 +77,7 @@ var cacheCols = rollup.Cols(rollup.CacheSums)
 var cacheModelSQL = func() string {
 	cols := append([]string{"attempts"}, cacheCols[1:]...)
 	return `SELECT s.service, s.operation, s.provider, s.model, r.fallback, ` + sumsOfCols("r", cols) + `
-	FROM (SELECT series_id, fallback, ` + strings.Join(sumsAs(cols), ", ") + `
+	FROM (SELECT series_id, fallback, ` + strings.Join(rollup.SummedAs(cols), ", ") + `
 		FROM (` + fmt.Sprintf(sourceSQL, strings.Join(cols, ", "), "") + `) x GROUP BY 1, 2) r
 	JOIN (` + cacheShapesSQL + `) s ON s.id = r.series_id
 	GROUP BY 1, 2, 3, 4, 5
@@ -95,15 +95,6 @@ const cacheShapesSQL = `
 			s.service, s.operation, s.provider, s.model
 		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + seriesFilter + `
 	`
-
-// sumsAs is the sum of each of cols named as the column, as bigint.
-func sumsAs(cols []string) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = fmt.Sprintf("sum8(%[1]s) AS %[1]s", c)
-	}
-	return out
-}
 
 // sumsOfCols is the sum of each of cols over the rows aliased r, as bigint.
 func sumsOfCols(r string, cols []string) string {

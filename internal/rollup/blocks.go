@@ -41,7 +41,7 @@ func blockRows(from, tenant string) string {
 // BlocksFromDailySQL is rollup_tenant_blocks as rollup_daily_tenant's rows add up, in key order
 // (BlocksKey, Sums, latency_hist): what a rebuild writes, and what the table must always equal.
 var BlocksFromDailySQL = fmt.Sprintf(`SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM (%[3]s) x
-	GROUP BY %[4]s ORDER BY %[4]s`, strings.Join(BlocksKey, ", "), strings.Join(summedAs(Sums), ", "),
+	GROUP BY %[4]s ORDER BY %[4]s`, strings.Join(BlocksKey, ", "), strings.Join(SummedAs(Cols(Sums)), ", "),
 	blockRows("rollup_daily_tenant r", "r.tenant"), Ordinals(len(BlocksKey)))
 
 // blocksRebuildSteps count rollup_tenant_blocks again from rollup_daily_tenant.

@@ -44,11 +44,11 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // and only a fold deletes pending rows, under the fold lock. Summing straight from the table,
 // instead of from RETURNING's copy of every wide row, took a quarter off the fold.
 var foldSQL = func() [2]string {
-	var sums, set []string
+	var sums []string
 	for _, s := range Sums {
 		sums = append(sums, fmt.Sprintf("sum8(a.%s)", s.Col))
-		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
 	}
+	set := addedSet(Cols(Sums))
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
 	// table's key columns key, in order).
 	upsert := func(table string, key, keySel []string, from string) string {
@@ -103,14 +103,14 @@ var foldSQL = func() [2]string {
 	mn AS (SELECT project_id, bucket + minute * interval '1 minute' AS bucket, series_id, fallback, status, error_class,
 		%[5]s, latency_hist FROM `+ph.from+` AND p.minute IS NOT NULL),
 	%[3]s
-	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(summedAs(Sums), ", "), strings.Join(ctes, ",\n\t"),
+	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(SummedAs(Cols(Sums)), ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "))
 
 	// The cache groups go to their series' shapes.
 	pc := chunkOf("pending_cache")
 	src := fmt.Sprintf(`SELECT p.project_id, p.bucket, s.shape_id AS series_id, p.fallback, p.prompt_hash, %s
 		FROM pending_cache p JOIN series s ON s.project_id = p.project_id AND s.id = p.series_id WHERE %s GROUP BY %s`,
-		strings.Join(summedAs(CacheSums), ", "), pc.in, Ordinals(len(CacheKey)))
+		strings.Join(SummedAs(Cols(CacheSums)), ", "), pc.in, Ordinals(len(CacheKey)))
 	// The days the cache groups fall in are noted for SummarizeCacheDays (cachedays.go).
 	return [2]string{rollups, "WITH " + pc.with + " " + cacheFoldCTEs(src) + ", ins AS (" + cacheFoldUpsert +
 		" RETURNING 1), dd AS (" + markCacheDaysSQL("m") + ") SELECT (SELECT count(*) FROM ins), " + pc.taken}
@@ -143,11 +143,21 @@ func JoinSeries(rows string) string {
 // seriesOfA joins the rows a (attempts, or pending rows) to their series s.
 var seriesOfA = JoinSeries("a")
 
-// summedAs is each sum column summed into itself, as a fold's select list sums pending rows.
-func summedAs(sums []Sum) []string {
-	out := make([]string, len(sums))
-	for i, s := range sums {
-		out[i] = fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col)
+// SummedAs is each column of cols summed into itself, as bigint: the select list that adds rows up
+// under the rollups' column names.
+func SummedAs(cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = fmt.Sprintf("sum8(%[1]s) AS %[1]s", c)
+	}
+	return out
+}
+
+// addedSet is the ON CONFLICT SET items that add the incoming row's cols to the stored row r's.
+func addedSet(cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", c)
 	}
 	return out
 }
@@ -201,12 +211,12 @@ func cacheFoldCTEs(src string) string {
 // cacheFoldUpsert adds the rows laid out by cacheFoldCTEs (named m) to rollup_cache_hourly, in key
 // order.
 var cacheFoldUpsert = func() string {
-	var sums, set []string
+	var sums []string
 	cols := append(Cols(CacheSums), "single_use")
 	for _, c := range cols {
 		sums = append(sums, fmt.Sprintf("sum(%s)::int8", c))
-		set = append(set, fmt.Sprintf("%s = r.%s + excluded.%s", c, c, c))
 	}
+	set := addedSet(cols)
 	key, group := strings.Join(CacheKey, ", "), Ordinals(len(CacheKey))
 	return fmt.Sprintf(`INSERT INTO rollup_cache_hourly AS r (%[1]s, %[2]s)
 		SELECT %[1]s, %[3]s FROM m

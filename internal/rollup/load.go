@@ -24,7 +24,7 @@
 // from the minute sums of that grouping.
 //
 // rollup_model_minute (migration 00040) sums rollup_load_minute's minutes over org and service, for
-// the incidents' counts (ModelMinuteSums): with many services a minute of the load rollup is some
+// the incidents' counts (modelMinuteSums): with many services a minute of the load rollup is some
 // hundreds of rows, of a couple of dozen models.
 //
 // An ingest commit adds its deltas to pending_load_minute (with the local day of each minute);
@@ -225,11 +225,7 @@ func headroomLower(l string) string {
 // so both see the same rows. The day of each minute comes from the pending rows, counted when the
 // commit was.
 var LoadFoldSQL = func() string {
-	var sums, set []string
-	for _, s := range LoadSums {
-		sums = append(sums, fmt.Sprintf("sum8(%[1]s) AS %[1]s", s.Col))
-		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", s.Col))
-	}
+	sums, set := SummedAs(Cols(LoadSums)), addedSet(Cols(LoadSums))
 	for _, l := range LoadLimits {
 		set = append(set, headroomMerge(l)...)
 	}
@@ -255,31 +251,23 @@ var LoadFoldSQL = func() string {
 	SELECT (SELECT count(*) FROM u), `+pl.taken,
 		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
 		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(ModelMinuteKey, ", "),
-		strings.Join(ModelMinuteSums, ", "), strings.Join(mmSums, ", "), Ordinals(len(ModelMinuteKey)), strings.Join(mmSet, ", "))
+		strings.Join(modelMinuteSums, ", "), strings.Join(SummedAs(modelMinuteSums), ", "), Ordinals(len(ModelMinuteKey)),
+		strings.Join(addedSet(modelMinuteSums), ", "))
 }()
 
 // ModelMinuteKey is rollup_model_minute's key (migration 00040): the load rollup's minutes per
 // provider, model, fallback flag and the model a fallback stood in for, without org and service.
-// ModelMinuteSums are the load sums it keeps: the incidents' minute counts.
+// modelMinuteSums are the load sums it keeps: the incidents' minute counts.
 var (
 	ModelMinuteKey  = []string{"project_id", "bucket", "provider", "model", "fallback", "fallback_from"}
-	ModelMinuteSums = []string{"requests", "calls", "failed", "answered", "wasted_nanos", "unpriced_attempts"}
+	modelMinuteSums = []string{"requests", "calls", "failed", "answered", "wasted_nanos", "unpriced_attempts"}
 )
-
-// mmSums and mmSet sum ModelMinuteSums into rollup_model_minute.
-var mmSums, mmSet = func() (sums, set []string) {
-	for _, c := range ModelMinuteSums {
-		sums = append(sums, "sum8("+c+")")
-		set = append(set, fmt.Sprintf("%[1]s = r.%[1]s + excluded.%[1]s", c))
-	}
-	return sums, set
-}()
 
 // modelMinutesFromLoadSQL counts rollup_model_minute from rollup_load_minute, whose minutes a
 // rebuild recounted and which keeps those of dropped months.
 var modelMinutesFromLoadSQL = fmt.Sprintf(`INSERT INTO rollup_model_minute (%[1]s, %[2]s)
 	SELECT %[1]s, %[3]s FROM rollup_load_minute GROUP BY %[4]s ORDER BY %[4]s`,
-	strings.Join(ModelMinuteKey, ", "), strings.Join(ModelMinuteSums, ", "), strings.Join(mmSums, ", "),
+	strings.Join(ModelMinuteKey, ", "), strings.Join(modelMinuteSums, ", "), strings.Join(SummedAs(modelMinuteSums), ", "),
 	Ordinals(len(ModelMinuteKey)))
 
 // LoadRebuildSQL are the statements that recount the load rollup from the raw attempts, in order:
