@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -169,12 +168,7 @@ func day(y int, m time.Month, d, h int, tz *time.Location) time.Time {
 // summarizeCacheDays sums every cache day folds noted whose noted hour is over at now.
 func summarizeCacheDays(t testing.TB, pool *pgxpool.Pool, now time.Time) {
 	t.Helper()
-	for more := true; more; {
-		if err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) (err error) {
-			_, more, err = rollup.SummarizeCacheDays(context.Background(), tx, now)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+	if err := rollup.SummarizeAllCacheDays(context.Background(), pool, now); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -78,29 +78,40 @@ func PruneChunk(ctx context.Context, tx pgx.Tx, now time.Time) (int64, bool, err
 	return n + m, n == pruneChunk || m == pruneChunk, nil
 }
 
-// Prune runs PruneChunk until nothing is left, then SummarizeCacheDays, each chunk in a
-// transaction of its own, as a writer's folder does, and returns how many rows it deleted.
+// Prune runs PruneChunk until nothing is left, then SummarizeCacheDays (SummarizeAllCacheDays),
+// each chunk in a transaction of its own, as a writer's folder does, and returns how many rows it
+// deleted.
 func Prune(ctx context.Context, pool *pgxpool.Pool, now time.Time) (int64, error) {
 	var total int64
-	for more := true; more; {
-		var n int64
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-			n, more, err = PruneChunk(ctx, tx, now)
-			return err
-		})
-		if err != nil {
-			return total, err
-		}
+	err := inChunks(ctx, pool, func(tx pgx.Tx) (bool, error) {
+		n, more, err := PruneChunk(ctx, tx, now)
 		total += n
+		return more, err
+	})
+	if err != nil {
+		return total, err
 	}
+	return total, SummarizeAllCacheDays(ctx, pool, now)
+}
+
+// SummarizeAllCacheDays runs SummarizeCacheDays until no noted day whose hour is over at now is
+// left, each chunk in a transaction of its own.
+func SummarizeAllCacheDays(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
+	return inChunks(ctx, pool, func(tx pgx.Tx) (more bool, err error) {
+		_, more, err = SummarizeCacheDays(ctx, tx, now)
+		return more, err
+	})
+}
+
+// inChunks runs chunk, each time in a transaction of its own, until it says no more is left.
+func inChunks(ctx context.Context, pool *pgxpool.Pool, chunk func(pgx.Tx) (bool, error)) error {
 	for more := true; more; {
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-			_, more, err = SummarizeCacheDays(ctx, tx, now)
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+			more, err = chunk(tx)
 			return err
-		})
-		if err != nil {
-			return total, err
+		}); err != nil {
+			return err
 		}
 	}
-	return total, nil
+	return nil
 }
