@@ -67,7 +67,7 @@ const fetchSQL = `FETCH FORWARD %d FROM reprice_rows`
 const seriesSQL = `SELECT id, provider, model FROM series`
 
 // timezoneSQL reads the timezone daily rollups are counted in.
-const timezoneSQL = `SELECT coalesce((SELECT value FROM settings WHERE key = 'timezone'), 'UTC')`
+const timezoneSQL = `SELECT ` + rollup.TimezoneSQL
 
 // rollupDeltaCols are the rollup_hourly/rollup_daily sums that depend on an attempt's cost; their
 // expressions come from rollup.Sums, so a delta counts exactly what the writer counted.

@@ -31,8 +31,9 @@ import (
 // once their noted hour is over. Summing them in the fold instead would read every touched day's
 // hours again on each chunk of a backfill.
 
-// tzSQL is the timezone the local days of the rollups are counted in.
-const tzSQL = `coalesce((SELECT value FROM settings WHERE key = 'timezone'), 'UTC')`
+// TimezoneSQL is the timezone the local days of the rollups are counted in (settings 'timezone',
+// UTC when none is stored).
+const TimezoneSQL = `coalesce((SELECT value FROM settings WHERE key = 'timezone'), 'UTC')`
 
 // CacheDayCols are rollup_cache_daily's columns after its key, in order: the sums of CacheSums
 // and single_use, then the break columns.
@@ -49,7 +50,7 @@ var (
 // reprice adds to rollup_cache_hourly, the earliest hour of each local day.
 func markCacheDaysSQL(rows string) string {
 	return `INSERT INTO cache_days_dirty AS x (project_id, bucket, hour)
-		SELECT project_id, (bucket AT TIME ZONE ` + tzSQL + `)::date, min(bucket) FROM ` + rows + `
+		SELECT project_id, (bucket AT TIME ZONE ` + TimezoneSQL + `)::date, min(bucket) FROM ` + rows + `
 		GROUP BY 1, 2 ORDER BY 1, 2
 		ON CONFLICT (project_id, bucket) DO UPDATE SET hour = least(x.hour, excluded.hour)`
 }
@@ -120,7 +121,7 @@ var (
 	clearCacheDaysSQL = `WITH k AS (SELECT * FROM unnest($1::int8[], $2::date[]) k (project_id, bucket)),
 		a AS (DELETE FROM rollup_cache_daily r USING k WHERE r.project_id = k.project_id AND r.bucket = k.bucket)
 		DELETE FROM cache_days_dirty r USING k WHERE r.project_id = k.project_id AND r.bucket = k.bucket`
-	summarizeCacheDaysSQL = summarizeSQL(summarizeDays, tzSQL, "$1::timestamptz")
+	summarizeCacheDaysSQL = summarizeSQL(summarizeDays, TimezoneSQL, "$1::timestamptz")
 )
 
 // cacheDaysChunk is how many days SummarizeCacheDays sums in one transaction, under the fold lock:
