@@ -22,7 +22,7 @@ import (
 // have cost without caching.
 
 // cacheRowsSQL reads rollup_cache_hourly's hours in the ranges [@los[i], @his[i]) for the shapes
-// the filter selects: each model's names once (kind 0: model_id and names, cacheShapesSQL, of the
+// the filter selects: each model's names once (kind 0: model_id and names, cacheShapes, of the
 // shapes that have hours there), and the rollup's rows as stored (kind 1: the model_id of the row's
 // shape, fallback flag, prompt hash when @per_hash, hour, the columns of cacheCols and
 // single_use), in no order. The rollup keys its rows by hour, shape, fallback flag and hash, so
@@ -36,12 +36,11 @@ var cacheRowsSQL = func() string {
 	for i, c := range cacheCols {
 		cols[i] = "c." + c
 	}
-	shapes := strings.Replace(cacheShapesSQL, "s.id = s.shape_id AND", "s.id = s.shape_id AND s.id IN (SELECT series_id FROM c) AND", 1)
 	return `WITH c AS MATERIALIZED (
 		SELECT c.* FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
 		CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
 			AND c.bucket < w.hi OFFSET 0) c
-	), m AS MATERIALIZED (` + shapes + `)
+	), m AS MATERIALIZED (` + cacheShapes("s.id IN (SELECT series_id FROM c)") + `)
 	SELECT DISTINCT 0, model_id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
 	FROM m
 	UNION ALL
@@ -222,10 +221,9 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 	if to.Before(sumTo) {
 		sumTo = to
 	}
+	// The whole local days of [from, sumTo): from the first midnight at or after from.
 	for d := dateOf(from.Add(-time.Nanosecond), s.tz).addDays(1); !d.addDays(1).start(s.tz).After(sumTo); d = d.addDays(1) {
-		if !d.start(s.tz).Before(from) {
-			days = append(days, d.String())
-		}
+		days = append(days, d.String())
 	}
 	args["days"] = days
 	out := map[sinceKey]*cachePrefix{}
@@ -242,17 +240,19 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 	}
 	err := s.readSnapshot(ctx, func(q queryFunc) error {
 		// The hours not summed: the range less each summed day up to its through.
-		type summed struct{ lo, hi time.Time }
+		type summed struct {
+			day    string
+			lo, hi time.Time
+		}
 		var (
-			sums []summed
-			day  time.Time
-			thr  time.Time
+			sums     []summed
+			day, thr time.Time
 		)
 		if len(days) > 0 {
 			if err := q(cacheDaysSQL, args, []any{&day, &thr}, func() error {
-				lo := date{day.Year(), day.Month(), day.Day()}.start(s.tz)
-				if thr.After(lo) {
-					sums = append(sums, summed{lo, thr})
+				d := date{day.Year(), day.Month(), day.Day()}
+				if lo := d.start(s.tz); thr.After(lo) {
+					sums = append(sums, summed{d.String(), lo, thr})
 				}
 				return nil
 			}); err != nil {
@@ -260,14 +260,17 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 			}
 		}
 		slices.SortFunc(sums, func(a, b summed) int { return a.lo.Compare(b.lo) })
-		var los, his, summedDays []time.Time
+		var (
+			los, his   []time.Time
+			summedDays []string
+		)
 		at := from
 		for _, sm := range sums {
 			if at.Before(sm.lo) {
 				los, his = append(los, at), append(his, sm.lo)
 			}
 			at = sm.hi
-			summedDays = append(summedDays, sm.lo)
+			summedDays = append(summedDays, sm.day)
 		}
 		if at.Before(to) {
 			los, his = append(los, at), append(his, to)
@@ -279,11 +282,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		if len(summedDays) == 0 {
 			return nil
 		}
-		dayNames := make([]string, len(summedDays))
-		for i, d := range summedDays {
-			dayNames[i] = dateOf(d, s.tz).String()
-		}
-		args["days"] = dayNames
+		args["days"] = summedDays
 		return s.cacheDays(q, args, prefix)
 	})
 	if err != nil {
