@@ -176,6 +176,8 @@ func (s *Service) readSnapshot(ctx context.Context, fn func(q queryFunc) error) 
 	return s.readTx(ctx, pgx.RepeatableRead, fn)
 }
 
+// readTx runs fn on a read connection in a read-only transaction of isolation iso with
+// readSettingsSQL, handing it the queryFunc that runs its queries as read does.
 func (s *Service) readTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(q queryFunc) error) error {
 	conn, err := s.reads.Acquire(ctx)
 	if err != nil {
