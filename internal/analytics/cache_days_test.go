@@ -24,7 +24,7 @@ func TestCacheDays(t *testing.T) {
 	l := loadSeeded(t, seed.Options{Records: 30_000, Seed: 11, Projects: []string{"saas"}, End: now, Days: 10,
 		Spread: &seed.Spread{Tenants: 100, Services: 4}})
 	pool := l.st.Pool
-	summarizeCacheDays(t, pool, now)
+	summarizeCacheDaysAt(t, pool, now)
 	midnight := func(daysBack int) time.Time {
 		y, m, d := now.Date()
 		return time.Date(y, m, d-daysBack, 0, 0, 0, 0, tz)
@@ -34,6 +34,7 @@ func TestCacheDays(t *testing.T) {
 		"whole days":       {ProjectID: l.project, From: midnight(8), To: midnight(2)},
 		"cut at hours":     {ProjectID: l.project, From: midnight(7).Add(10 * time.Hour), To: midnight(1).Add(17 * time.Hour)},
 		"one day":          {ProjectID: l.project, From: midnight(4), To: midnight(3)},
+		"up to now":        {ProjectID: l.project, From: midnight(3), To: now},
 		"open now":         {ProjectID: l.project, From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)},
 		"one model's week": {ProjectID: l.project, Model: "claude-sonnet-5-5"},
 	}
@@ -90,9 +91,10 @@ func TestCacheDays(t *testing.T) {
 		AND c.bucket >= (d.bucket::timestamp AT TIME ZONE $1) AND c.bucket < d.through`, tz.String()); n == 0 {
 		t.Fatal("no hour summed")
 	}
-	// The questions of whole days; the others read some of those hours as hours.
+	// The questions of whole days, and up to now (today's summary, up to 15:00, with the hours
+	// after it); the others read some of those hours as hours.
 	got := answers()
-	for _, k := range []string{"default week cache", "whole days cache", "one day cache", "one model's week cache"} {
+	for _, k := range []string{"default week cache", "whole days cache", "one day cache", "one model's week cache", "up to now cache"} {
 		if got[k] != fromHours[k] {
 			t.Errorf("%s without the summed hours:\n%s\nwant:\n%s", k, got[k], fromHours[k])
 		}

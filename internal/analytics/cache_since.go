@@ -210,8 +210,9 @@ type cachePrefix struct {
 // cachePrefixes reads the cache rollups over f's range [from, to) in one snapshot and adds them
 // up per prefix: each model's cache use as a whole (hash "") and, when perHash, each prompt_hash of
 // it, a model being its service, operation, provider and model, whichever shapes carry them. The
-// local days inside [from, min(to, sumTo)) come from their summaries (rollup_cache_daily) where
-// those are up to date, up to their through; every other hour from rollup_cache_hourly. The
+// local days that begin in [from, min(to, sumTo)) come from their summaries (rollup_cache_daily)
+// up to their through, where those are up to date and end by min(to, sumTo) (today's, summed up
+// to an hour before now, does); every other hour from rollup_cache_hourly. The
 // incidents need the models only: with the hashes their read took about a third longer
 // (docs/performance.md).
 func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
@@ -221,8 +222,8 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 	if to.Before(sumTo) {
 		sumTo = to
 	}
-	// The whole local days of [from, sumTo): from the first midnight at or after from.
-	for d := dateOf(from.Add(-time.Nanosecond), s.tz).addDays(1); !d.addDays(1).start(s.tz).After(sumTo); d = d.addDays(1) {
+	// The local days that begin in [from, sumTo): from the first midnight at or after from.
+	for d := dateOf(from.Add(-time.Nanosecond), s.tz).addDays(1); d.start(s.tz).Before(sumTo); d = d.addDays(1) {
 		days = append(days, d.String())
 	}
 	args["days"] = days
@@ -251,7 +252,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		if len(days) > 0 {
 			if err := q(cacheDaysSQL, args, []any{&day, &thr}, func() error {
 				d := date{day.Year(), day.Month(), day.Day()}
-				if lo := d.start(s.tz); thr.After(lo) {
+				if lo := d.start(s.tz); thr.After(lo) && !thr.After(sumTo) {
 					sums = append(sums, summed{d.String(), lo, thr})
 				}
 				return nil

@@ -172,3 +172,16 @@ func summarizeCacheDays(t testing.TB, pool *pgxpool.Pool, now time.Time) {
 		t.Fatal(err)
 	}
 }
+
+// summarizeCacheDaysAt sums the cache days as a writer whose clock reads now would have: a
+// ledger's load or rebuild sums its days at the real clock, today in full, where that writer
+// would have summed today only up to now's hour.
+func summarizeCacheDaysAt(t testing.TB, pool *pgxpool.Pool, now time.Time) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO cache_days_dirty (project_id, bucket, hour)
+		SELECT project_id, bucket, '-infinity' FROM rollup_cache_days WHERE through > date_trunc('hour', $1::timestamptz)
+		ON CONFLICT (project_id, bucket) DO UPDATE SET hour = excluded.hour`, now); err != nil {
+		t.Fatal(err)
+	}
+	summarizeCacheDays(t, pool, now)
+}
