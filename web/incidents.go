@@ -49,18 +49,12 @@ func (h *Handler) incidentsPage(c echo.Context) error {
 // storm that began earlier is still found, its start read from further back).
 func (h *Handler) openIncidents(c echo.Context, projectID int64) ([]analytics.Incident, error) {
 	now := h.now()
-	list, err := h.opt.Analytics.Incidents(c.Request().Context(), analytics.Filter{ProjectID: projectID,
+	list, err := h.opt.Analytics.OpenIncidents(c.Request().Context(), analytics.Filter{ProjectID: projectID,
 		From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)})
 	if err != nil {
 		return nil, err
 	}
-	var out []analytics.Incident
-	for _, in := range list.Incidents {
-		if in.Open() {
-			out = append(out, in)
-		}
-	}
-	return out, nil
+	return list.Incidents, nil
 }
 
 // incidentScope names what an incident concerns.

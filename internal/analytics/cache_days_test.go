@@ -3,6 +3,7 @@ package analytics_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 // TestCacheDays checks that the cache report and the incidents answer the same from the cache
 // days' summaries (rollup_cache_daily) as from the hours they sum, on a ledger of 10 days whose
 // models break, heal, share hashes and stand in for one another: over the default week, whole
-// days, days cut at an hour and the incidents open now. The hours the summaries cover are then
-// deleted, and the reports of whole days must not change: they take those days from the summaries.
+// days, days cut at an hour and the incidents open now; and that the open incidents are those of
+// the incidents that are open. The hours the summaries cover are then deleted, and the reports of
+// whole days and the open incidents must not change: they take those days from the summaries
+// (the open incidents today's too, summed up to 15:00).
 func TestCacheDays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -54,6 +57,11 @@ func TestCacheDays(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			out[name+" incidents"] = mustJSON(t, in)
+			if open, err := l.svc.OpenIncidents(ctx, f); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			} else {
+				out[name+" open incidents"] = mustJSON(t, open)
+			}
 		}
 		return out
 	}
@@ -74,6 +82,13 @@ func TestCacheDays(t *testing.T) {
 		t.Fatalf("%d summaries, %d of models that wrote after their last read: the ledger tests nothing", summed, broken)
 	}
 	fromDays := answers()
+	var open analytics.IncidentList
+	if err := json.Unmarshal([]byte(fromDays["open now open incidents"]), &open); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(open.Incidents, func(in analytics.Incident) bool { return in.Kind == analytics.KindCacheBroken }) {
+		t.Fatalf("no cache broken now: the ledger tests nothing of the open incidents")
+	}
 
 	// Every day noted: the answers come from the hours alone.
 	exec(`INSERT INTO cache_days_dirty SELECT project_id, bucket, '-infinity' FROM rollup_cache_days
@@ -82,6 +97,23 @@ func TestCacheDays(t *testing.T) {
 	for k, want := range fromHours {
 		if fromDays[k] != want {
 			t.Errorf("%s from the summaries:\n%s\nfrom the hours:\n%s", k, fromDays[k], want)
+		}
+	}
+	// The open incidents are those of the incidents that are open, over every range.
+	for name := range filters {
+		var all, open analytics.IncidentList
+		if _, ok := fromHours[name+" incidents"]; !ok {
+			continue
+		}
+		if err := json.Unmarshal([]byte(fromHours[name+" incidents"]), &all); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(fromHours[name+" open incidents"]), &open); err != nil {
+			t.Fatal(err)
+		}
+		all.Incidents = slices.DeleteFunc(all.Incidents, func(in analytics.Incident) bool { return !in.Open() })
+		if got, want := mustJSON(t, open), mustJSON(t, all); got != want {
+			t.Errorf("%s: open incidents\n%s\nwant the open ones of the incidents:\n%s", name, got, want)
 		}
 	}
 
@@ -94,7 +126,8 @@ func TestCacheDays(t *testing.T) {
 	// The questions of whole days, and up to now (today's summary, up to 15:00, with the hours
 	// after it); the others read some of those hours as hours.
 	got := answers()
-	for _, k := range []string{"default week cache", "whole days cache", "one day cache", "one model's week cache", "up to now cache"} {
+	for _, k := range []string{"default week cache", "whole days cache", "one day cache", "one model's week cache", "up to now cache",
+		"open now open incidents"} {
 		if got[k] != fromHours[k] {
 			t.Errorf("%s without the summed hours:\n%s\nwant:\n%s", k, got[k], fromHours[k])
 		}

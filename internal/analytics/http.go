@@ -47,13 +47,20 @@ func (s *Service) Mount(srv *server.Server) {
 
 func (s *Service) getIncidents(c echo.Context) error {
 	var bad paramErrors
-	q := bad.queryParams(c.QueryParams(), []string{"from", "to"})
+	q := bad.queryParams(c.QueryParams(), []string{"from", "to", "open"})
 	f := bad.parseFilter(q, s.tz)
+	var open bool
+	if v, ok := q["open"]; ok {
+		var err error
+		if open, err = strconv.ParseBool(v); err != nil {
+			bad.add(badParam("open", "want true or false, got %q", truncate(v)))
+		}
+	}
 	if err := bad.err(); err != nil {
 		return fail(err)
 	}
 	f.ProjectID = server.ProjectOf(c).ID
-	list, err := s.Incidents(c.Request().Context(), f)
+	list, err := s.incidents(c.Request().Context(), f, DefaultIncidentParams, open)
 	if err != nil {
 		return fail(err)
 	}

@@ -164,6 +164,9 @@ func TestEndpointsHTTP(t *testing.T) {
 		{"incidents acme", a.keyA, "/v1/incidents?from=2026-10-05&to=2026-10-06", func(b map[string]any) bool {
 			return len(b["incidents"].([]any)) == 0 && b["from"] == "2026-10-05T00:00:00Z"
 		}},
+		{"open incidents acme", a.keyA, "/v1/incidents?open=true&from=2026-10-05&to=2026-10-06", func(b map[string]any) bool {
+			return len(b["incidents"].([]any)) == 0 && b["from"] == "2026-10-05T00:00:00Z"
+		}},
 	}
 	for _, c := range cases {
 		code, body := a.get(c.key, c.path)
@@ -201,6 +204,7 @@ func TestBadParametersHTTP(t *testing.T) {
 		{"/v1/summary?attempts=maybe", 400, "attempts"},                     // not a boolean
 		{"/v1/incidents?from=2026-01-01&to=2026-03-01", 400, "from"},        // longer than 31 days
 		{"/v1/incidents?group_by=day", 400, "group_by"},                     // not an incidents parameter
+		{"/v1/incidents?open=now", 400, "open"},                             // not a boolean
 	}
 	for _, c := range cases {
 		code, body := a.get(a.keyA, c.path)

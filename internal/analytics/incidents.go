@@ -134,10 +134,20 @@ type IncidentList struct {
 // default, rounded outward to whole hours) with DefaultIncidentParams. Filters other than the
 // project are not applied: an incident is judged on the whole of its scope.
 func (s *Service) Incidents(ctx context.Context, f Filter) (IncidentList, error) {
-	return s.incidents(ctx, f, DefaultIncidentParams)
+	return s.incidents(ctx, f, DefaultIncidentParams, false)
 }
 
-func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams) (IncidentList, error) {
+// OpenIncidents lists those of Incidents' that are still open: the same incidents, found with
+// less reading, for the Overview, which shows them on every load. A broken cache that is still
+// open needs only where its model's cache stands now, which the local days' summaries give up to
+// the hour they were made, so today's hours before the range are not read one by one
+// (cacheIncidents); and the recovery of the incidents that ended is not looked for.
+func (s *Service) OpenIncidents(ctx context.Context, f Filter) (IncidentList, error) {
+	return s.incidents(ctx, f, DefaultIncidentParams, true)
+}
+
+// incidents finds the incidents of f's range with the parameters p; only the open ones when open.
+func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams, open bool) (IncidentList, error) {
 	from, to, err := s.window(f.From, f.To, true)
 	if err != nil {
 		return IncidentList{}, err
@@ -163,11 +173,11 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams) (In
 	var models, caches []Incident
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
-		models, err = s.modelIncidents(ectx, f.ProjectID, from, to, now, hours, p)
+		models, err = s.modelIncidents(ectx, f.ProjectID, from, to, now, hours, p, open)
 		return err
 	})
 	eg.Go(func() (err error) {
-		caches, err = s.cacheIncidents(ectx, f.ProjectID, from, to, now, p)
+		caches, err = s.cacheIncidents(ectx, f.ProjectID, from, to, now, p, open)
 		return err
 	})
 	if err := eg.Wait(); err != nil {
@@ -175,6 +185,9 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams) (In
 	}
 	out := append(models, caches...)
 	out = append(out, s.spendIncidents(from, to, now, hours, p)...)
+	if open {
+		out = slices.DeleteFunc(out, func(in Incident) bool { return !in.Open() })
+	}
 	for i := range out {
 		in := &out[i]
 		in.StartedAt = in.StartedAt.In(s.tz)

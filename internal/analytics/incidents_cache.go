@@ -16,11 +16,17 @@ import (
 // to the next hour that read, with at least CacheMinCalls writing calls; open while no hour up to
 // now read. The SpendDays local days before from's day are read too, for the hours the cache
 // worked in: as their summaries (rollup_cache_daily) where those are up to date, which hide no
-// break that ends at or after from.
-func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams) ([]Incident, error) {
+// break that ends at or after from. When open, only the breaks still open now are listed, and
+// from's day and those after it are read as summaries too, where those are up to date: where a
+// cache stands now is all an open break needs of the hours before it.
+func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, now time.Time, p IncidentParams, open bool) ([]Incident, error) {
+	readTo := now.Add(time.Hour)
 	sumTo := dateOf(from, s.tz).start(s.tz)
+	if open {
+		sumTo = readTo
+	}
 	readFrom := dateOf(from, s.tz).addDays(-p.SpendDays).start(s.tz)
-	prefixes, err := s.cachePrefixes(ctx, Filter{ProjectID: project}, readFrom, now.Add(time.Hour), sumTo, false)
+	prefixes, err := s.cachePrefixes(ctx, Filter{ProjectID: project}, readFrom, readTo, sumTo, false)
 	if err != nil {
 		return nil, fmt.Errorf("incidents: cache: %w", err)
 	}
@@ -40,8 +46,8 @@ func (s *Service) cacheIncidents(ctx context.Context, project int64, from, to, n
 	var out []Incident
 	for _, k := range models {
 		spans := prefixes[sinceKey{key: k}].spans
-		// The spans before the first hour of from's day (its days, and the hours of the first day)
-		// only lead up to the hours after them.
+		// The spans before sumTo (from's day, or all of them when open) only lead up to the hours
+		// after them: the breaks among them that end before are not listed.
 		i, _ := slices.BinarySearchFunc(spans, sumTo, func(sp cacheSpan, t time.Time) int { return sp.at.Compare(t) })
 		for _, in := range cacheBreaks(spans[:i], spans[i:], p) {
 			if !overlaps(in.StartedAt, in.EndedAt, from, to) {

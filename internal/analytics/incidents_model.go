@@ -263,8 +263,8 @@ func modelRange(from, to, now time.Time, p IncidentParams) (readFrom, readTo tim
 
 // modelIncidents detects the error spikes, retry storms and fallback surges that overlap
 // [from, to), from the models' hours of modelRange (hours may hold more) and the minutes of
-// their candidate windows.
-func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, hours []modelHour, p IncidentParams) ([]Incident, error) {
+// their candidate windows; only those still open when open, whose recovery is not looked for.
+func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, hours []modelHour, p IncidentParams, open bool) ([]Incident, error) {
 	readFrom, readTo := modelRange(from, to, now, p)
 	windows, baseline := candidates(hoursIn(hours, readFrom, readTo), p)
 	for i := range windows {
@@ -338,7 +338,7 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 	var out []Incident
 	for k, byMinute := range minutes {
 		for _, in := range detectModel(k, byMinute, baseline[k.model], readTo, p) {
-			if !overlaps(in.StartedAt, in.EndedAt, from, to) {
+			if !overlaps(in.StartedAt, in.EndedAt, from, to) || (open && !in.Open()) {
 				continue
 			}
 			out = append(out, in)
