@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
@@ -284,7 +285,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 			return nil
 		}
 		args["days"] = summedDays
-		return s.cacheDays(q, args, prefix)
+		return s.cacheDays(q, args, len(summedDays), prefix)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache prefixes: %w", err)
@@ -375,29 +376,51 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 	return nil
 }
 
-// cacheDays reads the day summaries of cacheDaySumsSQL into the prefixes, a span each.
-func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, prefix func(sinceKey) *cachePrefix) error {
+// cacheDays reads the summaries of the local days days (cacheDaySumsSQL) into the prefixes, a
+// span each. A week holds tens of thousands of them at 10,000 tenants, so the prefix of a row is
+// found by its names' bytes as read, and a prefix's spans grow by a day's each at once: a string
+// made of each name of each row, and the spans' slices grown one at a time, took most of this
+// read's time in a CPU profile (docs/performance.md).
+func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, days int, prefix func(sinceKey) *cachePrefix) error {
 	var (
-		k               sinceKey
+		names           [5]pgtype.UndecodedBytes // service, operation, provider, model, hash
+		fallback        bool
 		n               = make([]int64, len(cacheCols))
 		singleUse       int64
 		sp              cacheSpan
 		lastRead, since *time.Time
 		f, r            cacheSums
+		key             []byte
+		found           = map[string]*cachePrefix{}
 	)
-	dst := []any{&k.key.service, &k.key.operation, &k.key.provider, &k.key.model, &k.key.fallback, &k.hash}
+	dst := []any{&names[0], &names[1], &names[2], &names[3], &fallback, &names[4]}
 	for i := range n {
 		dst = append(dst, &n[i])
 	}
 	dst = append(dst, &singleUse, &sp.at, &lastRead, &since, &f.calls, &f.writes, &f.cost, &f.nocache, &f.unpriced,
 		&r.calls, &r.cost, &r.unpriced)
 	err := q(cacheDaySumsSQL, args, dst, func() error {
-		p := prefix(k)
+		key = key[:0]
+		for _, b := range names {
+			key = append(append(key, b...), 0)
+		}
+		if fallback {
+			key = append(key, 1)
+		}
+		p := found[string(key)]
+		if p == nil {
+			p = prefix(sinceKey{key: cacheKey{service: string(names[0]), operation: string(names[1]),
+				provider: string(names[2]), model: string(names[3]), fallback: fallback}, hash: string(names[4])})
+			found[string(key)] = p
+		}
 		sp.lastRead, sp.since, sp.fromSince, sp.reading = lastRead, since, f, r
 		sp.all = cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls], cost: n[kCost],
 			nocache: n[kNoCache], unpriced: n[kUnpriced]}
+		if len(p.spans) == cap(p.spans) {
+			p.spans = slices.Grow(p.spans, days)
+		}
 		p.spans = append(p.spans, sp)
-		if k.hash == "" {
+		if len(names[4]) == 0 {
 			p.singleUse += singleUse
 		} else {
 			for i, v := range n {
