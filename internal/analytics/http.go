@@ -49,13 +49,7 @@ func (s *Service) getIncidents(c echo.Context) error {
 	var bad paramErrors
 	q := bad.queryParams(c.QueryParams(), []string{"from", "to", "open"})
 	f := bad.parseFilter(q, s.tz)
-	var open bool
-	if v, ok := q["open"]; ok {
-		var err error
-		if open, err = strconv.ParseBool(v); err != nil {
-			bad.add(badParam("open", "want true or false, got %q", truncate(v)))
-		}
-	}
+	open := bad.parseBool(q, "open")
 	if err := bad.err(); err != nil {
 		return fail(err)
 	}
@@ -93,11 +87,7 @@ func (s *Service) getSummary(c echo.Context) error {
 	bad.add(err)
 	top, err := parseTop(q["top"])
 	bad.add(err)
-	if v, ok := q["attempts"]; ok {
-		if f.WithAttempts, err = strconv.ParseBool(v); err != nil {
-			bad.add(badParam("attempts", "want true or false, got %q", truncate(v)))
-		}
-	}
+	f.WithAttempts = bad.parseBool(q, "attempts")
 	if v, ok := q["step"]; ok {
 		f.Step, err = parseStep(v, dims)
 		bad.add(err)
@@ -236,6 +226,20 @@ func (b *paramErrors) queryParams(q url.Values, allowed []string) map[string]str
 		out[n] = q[n][0]
 	}
 	return out
+}
+
+// parseBool reads the boolean parameter name, false when absent, adding an error when it is not
+// one.
+func (b *paramErrors) parseBool(q map[string]string, name string) bool {
+	v, ok := q[name]
+	if !ok {
+		return false
+	}
+	t, err := strconv.ParseBool(v)
+	if err != nil {
+		b.add(badParam(name, "want true or false, got %q", truncate(v)))
+	}
+	return t
 }
 
 // parseFilter reads a Filter (without its project) from query parameters, adding an error for
