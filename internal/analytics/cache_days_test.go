@@ -91,8 +91,7 @@ func TestCacheDays(t *testing.T) {
 	}
 
 	// Every day noted: the answers come from the hours alone.
-	exec(`INSERT INTO cache_days_dirty SELECT project_id, bucket, '-infinity' FROM rollup_cache_days
-		ON CONFLICT (project_id, bucket) DO UPDATE SET hour = excluded.hour`)
+	noteCacheDays(t, pool, time.Time{})
 	fromHours := answers()
 	for k, want := range fromHours {
 		if fromDays[k] != want {

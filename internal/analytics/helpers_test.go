@@ -178,10 +178,17 @@ func summarizeCacheDays(t testing.TB, pool *pgxpool.Pool, now time.Time) {
 // would have summed today only up to now's hour.
 func summarizeCacheDaysAt(t testing.TB, pool *pgxpool.Pool, now time.Time) {
 	t.Helper()
+	noteCacheDays(t, pool, now.Truncate(time.Hour))
+	summarizeCacheDays(t, pool, now)
+}
+
+// noteCacheDays notes every summed cache day whose through is after after as added to from its
+// start, as a fold would: reads take its hours, not its summary, until it is summed again.
+func noteCacheDays(t testing.TB, pool *pgxpool.Pool, after time.Time) {
+	t.Helper()
 	if _, err := pool.Exec(context.Background(), `INSERT INTO cache_days_dirty (project_id, bucket, hour)
-		SELECT project_id, bucket, '-infinity' FROM rollup_cache_days WHERE through > date_trunc('hour', $1::timestamptz)
-		ON CONFLICT (project_id, bucket) DO UPDATE SET hour = excluded.hour`, now); err != nil {
+		SELECT project_id, bucket, '-infinity' FROM rollup_cache_days WHERE through > $1
+		ON CONFLICT (project_id, bucket) DO UPDATE SET hour = excluded.hour`, after); err != nil {
 		t.Fatal(err)
 	}
-	summarizeCacheDays(t, pool, now)
 }
