@@ -84,16 +84,15 @@ var cacheModelSQL = func() string {
 	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
 }()
 
-// cacheShapes ranks the series shapes the filter and the condition where select by (service,
-// operation, provider, model): rollup_cache_hourly keys its rows by shape (migration 00011), so the cache queries read
-// only the shapes, not every tenant's series, and add the rows up on the small integer model_id
-// (shapes that differ only in what the reports do not show, such as the model a fallback stands in
-// for, share it); the partial index series_shapes (migration 00033) finds them without reading the
-// others.
+// cacheShapes lists the series shapes the filter and the condition where select, with their
+// names (service, operation, provider, model): rollup_cache_hourly keys its rows by shape
+// (migration 00011), so the cache queries read only the shapes, not every tenant's series; the
+// partial index series_shapes (migration 00033) finds them without reading the others. Shapes
+// that differ only in what the reports do not show (such as the model a fallback stands in for)
+// share their names, and their rows are added up by them.
 func cacheShapes(where string) string {
 	return `
-		SELECT s.id, dense_rank() OVER (ORDER BY s.service, s.operation, s.provider, s.model) AS model_id,
-			s.service, s.operation, s.provider, s.model
+		SELECT s.id, s.service, s.operation, s.provider, s.model
 		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + where + ` AND ` + seriesFilter + `
 	`
 }

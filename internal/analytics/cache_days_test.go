@@ -218,3 +218,80 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestOpenCacheBreaks checks the open broken caches (read from today's hours first, the days
+// before only for the models that may be broken now) against the open ones of all the incidents,
+// on models whose open break needs the days before today and models that read today.
+func TestOpenCacheBreaks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	at := func(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
+	now := at(8, 15, 30)
+	var recs []schema.Attempt
+	calls := func(service string, d, h, n int, write, read int64) {
+		for i := range n {
+			recs = append(recs, newRec(at(d, h, i), "sonnet").service(service, "answer").tokens(200, 100).
+				cache(write, read).hash("sys-v1").done())
+		}
+	}
+	working := func(service string, d, h int) { calls(service, d, h, 1, 1000, 0); calls(service, d, h, 4, 0, 1000) }
+	ptr := func(t time.Time) *time.Time { return &t }
+	tests := []struct {
+		service string
+		build   func(s string)
+		since   *time.Time // nil: not broken now
+		extra   int64
+	}{
+		// broke two days ago, still writing today: its break is in the days before.
+		{"old", func(s string) { working(s, 5, 10); calls(s, 6, 9, 10, 1000, 0); calls(s, 8, 9, 3, 1000, 0) },
+			ptr(at(6, 9, 0)), 13*writeCost - 13*515_000/5},
+		// broke, then read back today: not broken now, whatever the days before hold.
+		{"healed", func(s string) { working(s, 5, 10); calls(s, 6, 9, 10, 1000, 0); calls(s, 8, 9, 1, 0, 1000) }, nil, 0},
+		// read back today, then broken: the hours that read include the days before.
+		{"rebroke", func(s string) { working(s, 5, 10); calls(s, 8, 8, 1, 0, 1000); calls(s, 8, 10, 10, 1000, 0) },
+			ptr(at(8, 10, 0)), 10*writeCost - 10*(515_000+80_000)/6},
+		// read back today, then too few writes to count.
+		{"few", func(s string) { working(s, 5, 10); calls(s, 8, 8, 1, 0, 1000); calls(s, 8, 10, 3, 1000, 0) }, nil, 0},
+		// never read, no call today.
+		{"quiet", func(s string) { calls(s, 5, 9, 10, 1000, 0) }, ptr(at(5, 9, 0)), 0},
+		// never read, first called today.
+		{"fresh", func(s string) { calls(s, 8, 12, 10, 1000, 0) }, ptr(at(8, 12, 0)), 0},
+	}
+	for _, tt := range tests {
+		tt.build(tt.service)
+	}
+	l.add(p, recs...)
+	summarizeCacheDaysAt(t, l.st.Pool, now)
+	s := l.service(now)
+	f := analytics.Filter{ProjectID: p, From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)}
+	open, err := s.OpenIncidents(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Incidents(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all.Incidents = slices.DeleteFunc(all.Incidents, func(in analytics.Incident) bool { return !in.Open() })
+	if got, want := js(open), js(all); got != want {
+		t.Errorf("open incidents\n%s\nwant the open ones of the incidents:\n%s", got, want)
+	}
+	for _, tt := range tests {
+		i := slices.IndexFunc(open.Incidents, func(in analytics.Incident) bool {
+			return in.Kind == analytics.KindCacheBroken && in.Service == tt.service
+		})
+		switch {
+		case tt.since == nil && i >= 0:
+			t.Errorf("%s: open break %s, want none", tt.service, js(open.Incidents[i]))
+		case tt.since == nil:
+		case i < 0:
+			t.Errorf("%s: no open break, want one since %s", tt.service, tt.since)
+		case !open.Incidents[i].StartedAt.Equal(*tt.since):
+			t.Errorf("%s: broken since %s, want %s", tt.service, open.Incidents[i].StartedAt, tt.since)
+		case tt.extra != 0 && (open.Incidents[i].ExtraUSD == nil || int64(*open.Incidents[i].ExtraUSD) != tt.extra):
+			t.Errorf("%s: extra %s, want %d", tt.service, js(open.Incidents[i].ExtraUSD), tt.extra)
+		}
+	}
+}

@@ -23,14 +23,15 @@ import (
 // have cost without caching.
 
 // cacheRowsSQL reads rollup_cache_hourly's hours in the ranges [@los[i], @his[i]) for the shapes
-// the filter selects: each model's names once (kind 0: model_id and names, cacheShapes, of the
-// shapes that have hours there), and the rollup's rows as stored (kind 1: the model_id of the row's
-// shape, fallback flag, prompt hash when @per_hash, hour, the columns of cacheCols and
-// single_use), in no order. The rollup keys its rows by hour, shape, fallback flag and hash, so
-// nothing is grouped here: cachePrefixes adds them up in Go. Grouping them in SQL, per hash for
-// the report's totals, per prefix and hour with windows for its breaks, and per model and hour for
-// the incidents, took most of those reads' time when the shapes are many (docs/performance.md).
-// Each range is read by its own range scan of the rollup's key (OFFSET 0, as in modelMinutesSQL).
+// the filter selects: each shape's names (kind 0: its id and names, cacheShapes, of the shapes
+// that have hours there), and the rollup's rows as stored (kind 1: the row's shape, fallback flag,
+// prompt hash when @per_hash, hour, the columns of cacheCols and single_use), in no order. The
+// rollup keys its rows by hour, shape, fallback flag and hash, so nothing is grouped here:
+// cacheHours adds them up per model in Go. Grouping them in SQL, per hash for the report's
+// totals, per prefix and hour with windows for its breaks, and per model and hour for the
+// incidents, took most of those reads' time when the shapes are many; so did numbering the
+// shapes by their names, which sorted them twice (docs/performance.md). Each range is read by its
+// own range scan of the rollup's key (OFFSET 0, as in modelMinutesSQL).
 var cacheRowsSQL = func() string {
 	zeros := strings.TrimSuffix(strings.Repeat("0::int8, ", len(cacheCols)+1), ", ")
 	cols := make([]string, len(cacheCols))
@@ -42,12 +43,12 @@ var cacheRowsSQL = func() string {
 		CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
 			AND c.bucket < w.hi OFFSET 0) c
 	), m AS MATERIALIZED (` + cacheShapes("s.id IN (SELECT series_id FROM c)") + `)
-	SELECT DISTINCT 0, model_id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
+	SELECT 0, id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
 	FROM m
 	UNION ALL
-	SELECT 1, m.model_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` + strings.Join(cols, ", ") + `,
+	SELECT 1, c.series_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` + strings.Join(cols, ", ") + `,
 		c.single_use, NULL, NULL, NULL, NULL
-	FROM c JOIN m ON m.id = c.series_id`
+	FROM c WHERE c.series_id IN (SELECT id FROM m)`
 }()
 
 // cacheDaysSQL lists the local days @days (dates) whose summaries in rollup_cache_daily may be read
@@ -302,10 +303,10 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 // cacheHours reads the hours of cacheRowsSQL into the prefixes (prefix finds or adds one), each
 // hour's rows added up and made a span.
 func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceKey) *cachePrefix) error {
-	// Keyed by model_id while the rows are read, so no row's names are hashed; the names may come
+	// Keyed by shape while the rows are read, so no row's names are hashed; the names may come
 	// after their rows.
 	type key struct {
-		model    int64
+		shape    int64
 		fallback bool
 		hash     string
 	}
@@ -325,28 +326,28 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 		singleUse                           int64
 		service, operation, provider, model *string
 	)
-	dst := []any{&kind, &k.model, &k.fallback, &hash, &at}
+	dst := []any{&kind, &k.shape, &k.fallback, &hash, &at}
 	for i := range n {
 		dst = append(dst, &n[i])
 	}
 	dst = append(dst, &singleUse, &service, &operation, &provider, &model)
 	err := q(cacheRowsSQL, args, dst, func() error {
 		if kind == 0 {
-			names[k.model] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
+			names[k.shape] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
 			return nil
 		}
 		h := cacheHour{at: *at, cacheSums: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
 			cost: n[kCost], nocache: n[kNoCache], unpriced: n[kUnpriced]}}
-		m := byID[key{k.model, k.fallback, ""}]
+		m := byID[key{k.shape, k.fallback, ""}]
 		if m == nil {
 			m = &read{}
-			byID[key{k.model, k.fallback, ""}] = m
+			byID[key{k.shape, k.fallback, ""}] = m
 		}
 		m.hours, m.singleUse = append(m.hours, h), m.singleUse+singleUse
 		if hash == nil || *hash == "" {
 			return nil
 		}
-		hk := key{k.model, k.fallback, *hash}
+		hk := key{k.shape, k.fallback, *hash}
 		p := byID[hk]
 		if p == nil {
 			p = &read{sums: make([]int64, len(cacheCols))}
@@ -361,10 +362,23 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 	if err != nil {
 		return fmt.Errorf("cache hours: %w", err)
 	}
+	// The shapes of one model (the same names) added up.
+	byName := map[sinceKey]*read{}
 	for k, r := range byID {
-		key := names[k.model]
+		key := names[k.shape]
 		key.fallback = k.fallback
-		p := prefix(sinceKey{key: key, hash: k.hash})
+		m := byName[sinceKey{key: key, hash: k.hash}]
+		if m == nil {
+			byName[sinceKey{key: key, hash: k.hash}] = r
+			continue
+		}
+		m.hours, m.singleUse = append(m.hours, r.hours...), m.singleUse+r.singleUse
+		for i, v := range r.sums {
+			m.sums[i] += v
+		}
+	}
+	for k, r := range byName {
+		p := prefix(k)
 		for _, h := range byHour(r.hours) {
 			p.spans = append(p.spans, spanOf(h))
 		}
