@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
@@ -396,46 +395,67 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 // made of each name of each row, and the spans' slices grown one at a time, took most of this
 // read's time in a CPU profile (docs/performance.md).
 func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, days int, prefix func(sinceKey) *cachePrefix) error {
-	var (
-		names           [5]pgtype.UndecodedBytes // service, operation, provider, model, hash
-		fallback        bool
-		n               = make([]int64, len(cacheCols))
-		singleUse       int64
-		sp              cacheSpan
-		lastRead, since *time.Time
-		f, r            cacheSums
-		key             []byte
-		found           = map[string]*cachePrefix{}
+	// The columns of cacheDaySumsSQL, by position.
+	const (
+		cNames    = 0 // service, operation, provider, model
+		cFallback = 4
+		cHash     = 5
+		cSums     = 6 // cacheCols, then single_use
 	)
-	dst := []any{&names[0], &names[1], &names[2], &names[3], &fallback, &names[4]}
-	for i := range n {
-		dst = append(dst, &n[i])
-	}
-	dst = append(dst, &singleUse, &sp.at, &lastRead, &since, &f.calls, &f.writes, &f.cost, &f.nocache, &f.unpriced,
-		&r.calls, &r.cost, &r.unpriced)
-	err := q(cacheDaySumsSQL, args, dst, func() error {
+	var (
+		cSingleUse = cSums + len(cacheCols)
+		cFirst     = cSingleUse + 1
+		cLastRead  = cFirst + 1
+		cSince     = cLastRead + 1
+		cFrom      = cSince + 1 // since_calls, since_writes, since_cost, since_nocache, since_unpriced
+		cRead      = cFrom + 5  // read_calls, read_cost, read_unpriced
+	)
+	var (
+		row = rawRow{cols: slices.Concat([]string{"service", "operation", "provider", "model", "fallback", "prompt_hash"},
+			rollup.CacheDayCols)}
+		n     = make([]int64, len(cacheCols))
+		key   []byte
+		found = map[string]*cachePrefix{}
+	)
+	err := q(cacheDaySumsSQL, args, []any{&row}, func() error {
 		key = key[:0]
-		for _, b := range names {
-			key = append(append(key, b...), 0)
+		for i := cNames; i <= cHash; i++ {
+			if i != cFallback {
+				key = append(append(key, row.text(i)...), 0)
+			}
 		}
+		fallback := row.bool(cFallback)
 		if fallback {
 			key = append(key, 1)
 		}
 		p := found[string(key)]
 		if p == nil {
-			p = prefix(sinceKey{key: cacheKey{service: string(names[0]), operation: string(names[1]),
-				provider: string(names[2]), model: string(names[3]), fallback: fallback}, hash: string(names[4])})
+			p = prefix(sinceKey{key: cacheKey{service: string(row.text(cNames)), operation: string(row.text(cNames + 1)),
+				provider: string(row.text(cNames + 2)), model: string(row.text(cNames + 3)), fallback: fallback},
+				hash: string(row.text(cHash))})
 			found[string(key)] = p
 		}
-		sp.lastRead, sp.since, sp.fromSince, sp.reading = lastRead, since, f, r
-		sp.all = cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls], cost: n[kCost],
-			nocache: n[kNoCache], unpriced: n[kUnpriced]}
+		for i := range n {
+			n[i] = row.int8(cSums + i)
+		}
+		sp := cacheSpan{lastRead: row.time(cLastRead), since: row.time(cSince),
+			all: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls], cost: n[kCost],
+				nocache: n[kNoCache], unpriced: n[kUnpriced]},
+			fromSince: cacheSums{calls: row.int8(cFrom), writes: row.int8(cFrom + 1), cost: row.int8(cFrom + 2),
+				nocache: row.int8(cFrom + 3), unpriced: row.int8(cFrom + 4)},
+			reading: cacheSums{calls: row.int8(cRead), cost: row.int8(cRead + 1), unpriced: row.int8(cRead + 2)}}
+		if first := row.time(cFirst); first != nil {
+			sp.at = *first
+		}
+		if row.err != nil {
+			return row.err
+		}
 		if len(p.spans) == cap(p.spans) {
 			p.spans = slices.Grow(p.spans, days)
 		}
 		p.spans = append(p.spans, sp)
-		if len(names[4]) == 0 {
-			p.singleUse += singleUse
+		if len(row.text(cHash)) == 0 {
+			p.singleUse += row.int8(cSingleUse)
 		} else {
 			for i, v := range n {
 				p.sums[i] += v
