@@ -219,9 +219,9 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestOpenCacheBreaks checks the open broken caches (read from today's hours first, the days
-// before only for the models that may be broken now) against the open ones of all the incidents,
-// on models whose open break needs the days before today and models that read today.
+// TestOpenCacheBreaks checks the open broken caches (read from the days' summaries, today's up to
+// the hour it was summed) against the open ones of all the incidents (read from today's hours),
+// on models whose open break lies in the days before today and models that read today.
 func TestOpenCacheBreaks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
