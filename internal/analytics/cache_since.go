@@ -395,34 +395,31 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 // made of each name of each row, and the spans' slices grown one at a time, took most of this
 // read's time in a CPU profile (docs/performance.md).
 func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, days int, prefix func(sinceKey) *cachePrefix) error {
-	// The columns of cacheDaySumsSQL, by position.
-	const (
-		cNames    = 0 // service, operation, provider, model
-		cFallback = 4
-		cHash     = 5
-		cSums     = 6 // cacheCols, then single_use
-	)
-	var (
-		cSingleUse = cSums + len(cacheCols)
-		cFirst     = cSingleUse + 1
-		cLastRead  = cFirst + 1
-		cSince     = cLastRead + 1
-		cFrom      = cSince + 1 // since_calls, since_writes, since_cost, since_nocache, since_unpriced
-		cRead      = cFrom + 5  // read_calls, read_cost, read_unpriced
-	)
 	var (
 		row = rawRow{cols: slices.Concat([]string{"service", "operation", "provider", "model", "fallback", "prompt_hash"},
 			rollup.CacheDayCols)}
-		n     = make([]int64, len(cacheCols))
-		key   []byte
-		found = map[string]*cachePrefix{}
+		// The columns' positions, found by their names once.
+		at = func(names ...string) []int {
+			out := make([]int, len(names))
+			for i, name := range names {
+				out[i] = row.col(name)
+			}
+			return out
+		}
+		names                         = at("service", "operation", "provider", "model", "prompt_hash")
+		sums                          = at(cacheCols...)
+		fromSince                     = at("since_calls", "since_writes", "since_cost", "since_nocache", "since_unpriced")
+		reading                       = at("read_calls", "read_cost", "read_unpriced")
+		cFallback, cSingleUse, cFirst = row.col("fallback"), row.col("single_use"), row.col("first_hour")
+		cLastRead, cSince             = row.col("last_read"), row.col("since")
+		n                             = make([]int64, len(cacheCols))
+		key                           []byte
+		found                         = map[string]*cachePrefix{}
 	)
 	err := q(cacheDaySumsSQL, args, []any{&row}, func() error {
 		key = key[:0]
-		for i := cNames; i <= cHash; i++ {
-			if i != cFallback {
-				key = append(append(key, row.text(i)...), 0)
-			}
+		for _, i := range names {
+			key = append(append(key, row.text(i)...), 0)
 		}
 		fallback := row.bool(cFallback)
 		if fallback {
@@ -430,20 +427,20 @@ func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, days int, prefix fu
 		}
 		p := found[string(key)]
 		if p == nil {
-			p = prefix(sinceKey{key: cacheKey{service: string(row.text(cNames)), operation: string(row.text(cNames + 1)),
-				provider: string(row.text(cNames + 2)), model: string(row.text(cNames + 3)), fallback: fallback},
-				hash: string(row.text(cHash))})
+			p = prefix(sinceKey{key: cacheKey{service: string(row.text(names[0])), operation: string(row.text(names[1])),
+				provider: string(row.text(names[2])), model: string(row.text(names[3])), fallback: fallback},
+				hash: string(row.text(names[4]))})
 			found[string(key)] = p
 		}
-		for i := range n {
-			n[i] = row.int8(cSums + i)
+		for i, col := range sums {
+			n[i] = row.int8(col)
 		}
 		sp := cacheSpan{lastRead: row.time(cLastRead), since: row.time(cSince),
 			all: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls], cost: n[kCost],
 				nocache: n[kNoCache], unpriced: n[kUnpriced]},
-			fromSince: cacheSums{calls: row.int8(cFrom), writes: row.int8(cFrom + 1), cost: row.int8(cFrom + 2),
-				nocache: row.int8(cFrom + 3), unpriced: row.int8(cFrom + 4)},
-			reading: cacheSums{calls: row.int8(cRead), cost: row.int8(cRead + 1), unpriced: row.int8(cRead + 2)}}
+			fromSince: cacheSums{calls: row.int8(fromSince[0]), writes: row.int8(fromSince[1]), cost: row.int8(fromSince[2]),
+				nocache: row.int8(fromSince[3]), unpriced: row.int8(fromSince[4])},
+			reading: cacheSums{calls: row.int8(reading[0]), cost: row.int8(reading[1]), unpriced: row.int8(reading[2])}}
 		if first := row.time(cFirst); first != nil {
 			sp.at = *first
 		}
@@ -454,7 +451,7 @@ func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, days int, prefix fu
 			p.spans = slices.Grow(p.spans, days)
 		}
 		p.spans = append(p.spans, sp)
-		if len(row.text(cHash)) == 0 {
+		if len(row.text(names[4])) == 0 {
 			p.singleUse += row.int8(cSingleUse)
 		} else {
 			for i, v := range n {

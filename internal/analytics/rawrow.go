@@ -3,6 +3,7 @@ package analytics
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,11 +43,22 @@ func (r *rawRow) ScanRow(rows pgx.Rows) error {
 	return nil
 }
 
-// fixed is column i's value of n bytes, nil when NULL.
+// col is the position of the column named name, which must be one of cols.
+func (r *rawRow) col(name string) int {
+	i := slices.Index(r.cols, name)
+	if i < 0 {
+		panic("rawRow: no column " + name)
+	}
+	return i
+}
+
+// fixed is column i's value of n bytes, nil when NULL or of another length (noted in err).
 func (r *rawRow) fixed(i, n int) []byte {
 	v := r.vals[i]
-	if v != nil && len(v) != n && r.err == nil {
-		r.err = fmt.Errorf("column %d: %d bytes, want %d", i, len(v), n)
+	if v != nil && len(v) != n {
+		if r.err == nil {
+			r.err = fmt.Errorf("column %s: %d bytes, want %d", r.cols[i], len(v), n)
+		}
 		return nil
 	}
 	return v

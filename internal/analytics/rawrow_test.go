@@ -88,3 +88,16 @@ func TestRawRow(t *testing.T) {
 		})
 	}
 }
+
+// TestRawRowLength checks that values of the wrong length read as NULL and the first is noted,
+// also when a second follows.
+func TestRawRowLength(t *testing.T) {
+	t.Parallel()
+	row := rawRow{cols: []string{"n", "at", "b"}, vals: [][]byte{{1, 2}, {3}, {1, 1}}}
+	if n, at, b := row.int8(row.col("n")), row.time(row.col("at")), row.bool(row.col("b")); n != 0 || at != nil || b {
+		t.Errorf("%d, %v, %v: want the zero values", n, at, b)
+	}
+	if row.err == nil || row.err.Error() != "column n: 2 bytes, want 8" {
+		t.Errorf("error %v, want the first value's", row.err)
+	}
+}
