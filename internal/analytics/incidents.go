@@ -165,14 +165,17 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams, ope
 	if sTo.After(mTo) {
 		mTo = sTo
 	}
-	hours, err := s.modelHours(ctx, f.ProjectID, mFrom, mTo)
-	if err != nil {
-		return IncidentList{}, err
-	}
-	// The models' minutes and the caches' hours are read at once, on two connections.
-	var models, caches []Incident
+	// The models' hours and minutes and the caches' hours are read at once, on two connections:
+	// the caches need nothing of the models'.
+	var (
+		hours          []modelHour
+		models, caches []Incident
+	)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
+		if hours, err = s.modelHours(ectx, f.ProjectID, mFrom, mTo); err != nil {
+			return err
+		}
 		models, err = s.modelIncidents(ectx, f.ProjectID, from, to, now, hours, p, open)
 		return err
 	})
