@@ -68,6 +68,7 @@ type Service struct {
 	tz      *time.Location
 	now     func() time.Time
 	catalog *pricing.Catalog
+	shapes  shapeNames
 }
 
 // Options are what a Service reads and counts with.

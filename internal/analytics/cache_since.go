@@ -3,8 +3,10 @@ package analytics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,34 +23,92 @@ import (
 // at their mean cost, rounded down to the nano-dollar); never read back, beyond what they would
 // have cost without caching.
 
-// cacheRowsSQL reads rollup_cache_hourly's hours in the ranges [@los[i], @his[i]) for the shapes
-// the filter selects: each shape's names (kind 0: its id and names, cacheShapes, of the shapes
-// that have hours there), and the rollup's rows as stored (kind 1: the row's shape, fallback flag,
-// prompt hash when @per_hash, hour, the columns of cacheCols and single_use), in no order. The
-// rollup keys its rows by hour, shape, fallback flag and hash, so nothing is grouped here:
-// cacheHours adds them up per model in Go. Grouping them in SQL, per hash for the report's
-// totals, per prefix and hour with windows for its breaks, and per model and hour for the
-// incidents, took most of those reads' time when the shapes are many; so did numbering the
-// shapes by their names, which sorted them twice (docs/performance.md). Each range is read by its
-// own range scan of the rollup's key (OFFSET 0, as in modelMinutesSQL).
-var cacheRowsSQL = func() string {
-	zeros := strings.TrimSuffix(strings.Repeat("0::int8, ", len(cacheCols)+1), ", ")
-	cols := make([]string, len(cacheCols))
-	for i, c := range cacheCols {
-		cols[i] = "c." + c
+// cacheRowsSQL reads rollup_cache_hourly's rows in the ranges [@los[i], @his[i]) as stored: the
+// row's shape (a series id), fallback flag, prompt hash when @per_hash, hour, the columns of
+// cacheCols and single_use, in no order. The rollup keys its rows by hour, shape, fallback flag
+// and hash, so nothing is grouped here: cacheHours names the shapes and adds the rows up per model
+// in Go. Grouping them in SQL, per hash for the report's totals, per prefix and hour with windows
+// for its breaks, and per model and hour for the incidents, took most of those reads' time when
+// the shapes are many; so did numbering the shapes by their names, and then looking their names
+// up in series on every read (docs/performance.md). Each range is read by its own range scan of
+// the rollup's key (OFFSET 0, as in modelMinutesSQL).
+var cacheRowsSQL = `SELECT c.series_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` +
+	strings.Join(cacheCols, ", ") + `, c.single_use
+	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
+	CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
+		AND c.bucket < w.hi OFFSET 0) c`
+
+// shapeNamesSQL reads the names of the shapes @ids of the project (cacheShapes); an id that is
+// not a shape of the project is left out.
+var shapeNamesSQL = cacheShapes("s.id = ANY(@ids::int8[])")
+
+// shapeNames are the names of the series shapes the cache reads have met, by project and id. A
+// series row never changes and is never deleted, so a shape's names are read from series once
+// (shapeNamesSQL) and kept: the cache hours' rows name only their shape, where looking up every
+// shape of a read in series took most of its statement's time at 10,000 tenants
+// (docs/performance.md). The shapes are a project's services, operations and models, not its
+// tenants; the map is emptied should it ever hold maxShapeNames of them.
+type shapeNames struct {
+	mu sync.Mutex
+	m  map[[2]int64]cacheKey
+}
+
+// maxShapeNames bounds shapeNames.
+const maxShapeNames = 1 << 20
+
+// get returns the names of the project's shapes ids that it holds, and the ids it does not hold.
+func (n *shapeNames) get(project int64, ids []int64) (map[int64]cacheKey, []int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[int64]cacheKey, len(ids))
+	var missing []int64
+	for _, id := range ids {
+		if k, ok := n.m[[2]int64{project, id}]; ok {
+			out[id] = k
+		} else {
+			missing = append(missing, id)
+		}
 	}
-	return `WITH c AS MATERIALIZED (
-		SELECT c.* FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
-		CROSS JOIN LATERAL (SELECT * FROM rollup_cache_hourly c WHERE c.project_id = @project AND c.bucket >= w.lo
-			AND c.bucket < w.hi OFFSET 0) c
-	), m AS MATERIALIZED (` + cacheShapes("s.id IN (SELECT series_id FROM c)") + `)
-	SELECT 0, id, false, NULL::text, NULL::timestamptz, ` + zeros + `, service, operation, provider, model
-	FROM m
-	UNION ALL
-	SELECT 1, c.series_id, c.fallback, CASE WHEN @per_hash THEN c.prompt_hash END, c.bucket, ` + strings.Join(cols, ", ") + `,
-		c.single_use, NULL, NULL, NULL, NULL
-	FROM c WHERE c.series_id IN (SELECT id FROM m)`
-}()
+	return out, missing
+}
+
+// put keeps the names of a project's shapes.
+func (n *shapeNames) put(project int64, names map[int64]cacheKey) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil || len(n.m)+len(names) > maxShapeNames {
+		n.m = make(map[[2]int64]cacheKey, len(names))
+	}
+	for id, k := range names {
+		n.m[[2]int64{project, id}] = k
+	}
+}
+
+// names finds the names of the project's shapes ids: those read before from shapeNames, the
+// others with shapeNamesSQL, in the snapshot of q. An id that is not a shape has none.
+func (s *Service) names(q queryFunc, project int64, ids []int64) (map[int64]cacheKey, error) {
+	out, missing := s.shapes.get(project, ids)
+	if len(missing) == 0 {
+		return out, nil
+	}
+	var (
+		id  int64
+		k   cacheKey
+		got = map[int64]cacheKey{}
+	)
+	args := filterArgs(Filter{})
+	args["project"], args["ids"] = project, missing
+	err := q(shapeNamesSQL, args, []any{&id, &k.service, &k.operation, &k.provider, &k.model}, func() error {
+		got[id] = k
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shape names: %w", err)
+	}
+	s.shapes.put(project, got)
+	maps.Copy(out, got)
+	return out, nil
+}
 
 // cacheDaysSQL lists the local days @days (dates) whose summaries in rollup_cache_daily may be read
 // (rollup.SummarizeCacheDays), each with its through: those no fold has added to before it.
@@ -278,7 +338,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 			los, his = append(los, at), append(his, to)
 		}
 		args["los"], args["his"] = los, his
-		if err := s.cacheHours(q, args, prefix); err != nil {
+		if err := s.cacheHours(q, f, args, prefix); err != nil {
 			return err
 		}
 		if len(summedDays) == 0 {
@@ -299,11 +359,11 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 	return out, nil
 }
 
-// cacheHours reads the hours of cacheRowsSQL into the prefixes (prefix finds or adds one), each
-// hour's rows added up and made a span.
-func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceKey) *cachePrefix) error {
-	// Keyed by shape while the rows are read, so no row's names are hashed; the names may come
-	// after their rows.
+// cacheHours reads the hours of cacheRowsSQL into the prefixes (prefix finds or adds one) of the
+// shapes f selects (its project, service, operation, provider and model), each hour's rows added
+// up and made a span.
+func (s *Service) cacheHours(q queryFunc, f Filter, args pgx.NamedArgs, prefix func(sinceKey) *cachePrefix) error {
+	// Keyed by shape while the rows are read, so no row's names are hashed.
 	type key struct {
 		shape    int64
 		fallback bool
@@ -315,27 +375,20 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 		singleUse int64
 	}
 	var (
-		byID                                = map[key]*read{}
-		names                               = map[int64]cacheKey{}
-		kind                                int
-		k                                   key
-		hash                                *string
-		at                                  *time.Time
-		n                                   = make([]int64, len(cacheCols))
-		singleUse                           int64
-		service, operation, provider, model *string
+		byID      = map[key]*read{}
+		k         key
+		hash      *string
+		at        time.Time
+		n         = make([]int64, len(cacheCols))
+		singleUse int64
 	)
-	dst := []any{&kind, &k.shape, &k.fallback, &hash, &at}
+	dst := []any{&k.shape, &k.fallback, &hash, &at}
 	for i := range n {
 		dst = append(dst, &n[i])
 	}
-	dst = append(dst, &singleUse, &service, &operation, &provider, &model)
+	dst = append(dst, &singleUse)
 	err := q(cacheRowsSQL, args, dst, func() error {
-		if kind == 0 {
-			names[k.shape] = cacheKey{service: *service, operation: *operation, provider: *provider, model: *model}
-			return nil
-		}
-		h := cacheHour{at: *at, cacheSums: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
+		h := cacheHour{at: at, cacheSums: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls],
 			cost: n[kCost], nocache: n[kNoCache], unpriced: n[kUnpriced]}}
 		m := byID[key{k.shape, k.fallback, ""}]
 		if m == nil {
@@ -361,10 +414,23 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 	if err != nil {
 		return fmt.Errorf("cache hours: %w", err)
 	}
-	// The shapes of one model (the same names) added up.
+	var ids []int64
+	for k := range byID {
+		if k.hash == "" {
+			ids = append(ids, k.shape)
+		}
+	}
+	names, err := s.names(q, f.ProjectID, ids)
+	if err != nil {
+		return fmt.Errorf("cache hours: %w", err)
+	}
+	// The shapes of one model (the same names) added up, those f selects.
 	byName := map[sinceKey]*read{}
 	for k, r := range byID {
-		key := names[k.shape]
+		key, ok := names[k.shape]
+		if !ok || !f.selects(key) {
+			continue
+		}
 		key.fallback = k.fallback
 		m := byName[sinceKey{key: key, hash: k.hash}]
 		if m == nil {
@@ -387,6 +453,17 @@ func (s *Service) cacheHours(q queryFunc, args pgx.NamedArgs, prefix func(sinceK
 		}
 	}
 	return nil
+}
+
+// selects tells whether f's service, operation, provider and model (those set) are k's, as
+// seriesFilter does for a shape in SQL.
+func (f Filter) selects(k cacheKey) bool {
+	for _, c := range [][2]string{{f.Service, k.service}, {f.Operation, k.operation}, {f.Provider, k.provider}, {f.Model, k.model}} {
+		if c[0] != "" && c[0] != c[1] {
+			return false
+		}
+	}
+	return true
 }
 
 // cacheDays reads the summaries of the local days days (cacheDaySumsSQL) into the prefixes, a

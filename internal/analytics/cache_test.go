@@ -165,3 +165,62 @@ func TestCacheHashAcrossShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheShapeNames checks the shapes' names that one Service keeps between reads: a shape first
+// seen after them is named when it shows up, another project's shape of the same names stays its
+// own, and a filter applies to the names kept as to those just read.
+func TestCacheShapeNames(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, time.UTC)
+	acme, umbrella := l.project("acme"), l.project("umbrella")
+	at := day(2026, 10, 5, 10, time.UTC)
+	writes := func(n int, svc, model string) []schema.Attempt {
+		var recs []schema.Attempt
+		for range n {
+			recs = append(recs, newRec(at, model).service(svc, "default").tokens(200, 100).cache(1000, 0).done())
+		}
+		return recs
+	}
+	s := l.service(day(2026, 10, 6, 0, time.UTC))
+	read := func(f analytics.Filter) string {
+		t.Helper()
+		f.From, f.To = day(2026, 10, 5, 0, time.UTC), day(2026, 10, 6, 0, time.UTC)
+		rows, err := s.Cache(context.Background(), f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rows {
+			since := "not broken"
+			if r.BrokenSince != nil {
+				since = "broken since " + r.BrokenSince.Format("15:04")
+			}
+			out = append(out, fmt.Sprintf("%s/%s %d %s", r.Service, r.Model, r.Calls, since))
+		}
+		return strings.Join(out, ", ")
+	}
+	steps := []struct {
+		name string
+		add  func()
+		f    analytics.Filter
+		want string
+	}{
+		{"first shape", func() { l.add(acme, writes(11, "support", "sonnet")...) }, analytics.Filter{ProjectID: acme},
+			"support/sonnet 11 broken since 10:00"},
+		{"a new shape", func() { l.add(acme, writes(12, "mailer", "haiku")...) }, analytics.Filter{ProjectID: acme},
+			"mailer/haiku 12 broken since 10:00, support/sonnet 11 broken since 10:00"},
+		{"another project", func() { l.add(umbrella, writes(13, "support", "sonnet")...) }, analytics.Filter{ProjectID: umbrella},
+			"support/sonnet 13 broken since 10:00"},
+		{"the first project again", func() {}, analytics.Filter{ProjectID: acme}, "mailer/haiku 12 broken since 10:00, support/sonnet 11 broken since 10:00"},
+		{"by service", func() {}, analytics.Filter{ProjectID: acme, Service: "support"}, "support/sonnet 11 broken since 10:00"},
+		{"by model", func() {}, analytics.Filter{ProjectID: acme, Model: "haiku"}, "mailer/haiku 12 broken since 10:00"},
+		{"by operation", func() {}, analytics.Filter{ProjectID: acme, Operation: "other"}, ""},
+		{"by provider", func() {}, analytics.Filter{ProjectID: umbrella, Provider: "anthropic"}, "support/sonnet 13 broken since 10:00"},
+	}
+	for _, st := range steps {
+		st.add()
+		if got := read(st.f); got != st.want {
+			t.Errorf("%s: rows %q, want %q", st.name, got, st.want)
+		}
+	}
+}
