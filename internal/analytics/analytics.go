@@ -69,6 +69,7 @@ type Service struct {
 	now     func() time.Time
 	catalog *pricing.Catalog
 	shapes  shapeNames
+	kept    keptDays
 }
 
 // Options are what a Service reads and counts with.

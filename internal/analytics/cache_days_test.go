@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,5 +294,54 @@ func TestOpenCacheBreaks(t *testing.T) {
 		case tt.extra != 0 && (open.Incidents[i].ExtraUSD == nil || int64(*open.Incidents[i].ExtraUSD) != tt.extra):
 			t.Errorf("%s: extra %s, want %d", tt.service, js(open.Incidents[i].ExtraUSD), tt.extra)
 		}
+	}
+}
+
+// TestCacheDaysKept checks that a Service reads a day's summaries once and keeps them while the
+// day is not summed again: with the rows of a summed day deleted behind its back (its row of
+// rollup_cache_days untouched), it answers as before, where a new Service, which reads them,
+// does not.
+func TestCacheDaysKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	at := func(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
+	call := func(d, h, m int) *rec {
+		return newRec(at(d, h, m), "sonnet").service("bot", "answer").tokens(200, 100).hash("sys-v1")
+	}
+	// Working on the 5th at 10:00 (1 write, 4 reads), broken from 02:00 on the 6th (12 writes).
+	recs := []schema.Attempt{call(5, 10, 0).cache(1000, 0).done()}
+	for i := range 4 {
+		recs = append(recs, call(5, 10, 1+i).cache(0, 1000).done())
+	}
+	for i := range 12 {
+		recs = append(recs, call(6, 2, i).cache(1000, 0).done())
+	}
+	l.add(p, recs...)
+	now := at(8, 0, 0)
+	summarizeCacheDays(t, l.st.Pool, now)
+	f := analytics.Filter{ProjectID: p, From: at(4, 0, 0), To: now}
+	report := func(s *analytics.Service) string {
+		t.Helper()
+		rows, err := s.Cache(ctx, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js(rows)
+	}
+	s := l.service(now)
+	before := report(s)
+	if !strings.Contains(before, `"broken_since":"2026-10-06T02:00:00Z"`) || !strings.Contains(before, "read back until 2026-10-05 10:00") {
+		t.Fatalf("before: %s, want broken since the 6th 02:00 after reads until the 5th 10:00", before)
+	}
+	if _, err := l.st.Pool.Exec(ctx, `DELETE FROM rollup_cache_daily WHERE project_id = $1 AND bucket = '2026-10-05'`, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := report(s); got != before {
+		t.Errorf("the same Service after the rows were deleted: %s, want as before: %s", got, before)
+	}
+	if got := report(l.service(now)); got == before {
+		t.Errorf("a new Service after the rows were deleted: %s, want it to miss the 5th", got)
 	}
 }

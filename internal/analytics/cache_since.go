@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/money"
 )
 
@@ -111,18 +110,11 @@ func (s *Service) names(q queryFunc, project int64, ids []int64) (map[int64]cach
 }
 
 // cacheDaysSQL lists the local days @days (dates) whose summaries in rollup_cache_daily may be read
-// (rollup.SummarizeCacheDays), each with its through: those no fold has added to before it.
-const cacheDaysSQL = `SELECT d.bucket, d.through FROM rollup_cache_days d
+// (rollup.SummarizeCacheDays), each with its through and the transaction that last summed it (the
+// row's xmin: a day is summed again, its row written again, whenever its summaries change).
+const cacheDaysSQL = `SELECT d.bucket, d.through, d.xmin::text::int8 FROM rollup_cache_days d
 	WHERE d.project_id = @project AND d.bucket = ANY(@days::date[]) AND NOT EXISTS (
 		SELECT 1 FROM cache_days_dirty x WHERE x.project_id = d.project_id AND x.bucket = d.bucket AND x.hour < d.through)`
-
-// cacheDaySumsSQL reads the summaries of the local days @days for the models the filter selects:
-// the model's (the empty prompt_hash) and, when @per_hash, each hash's.
-var cacheDaySumsSQL = `SELECT service, operation, provider, model, fallback, prompt_hash, ` +
-	strings.Join(rollup.CacheDayCols, ", ") + `
-	FROM rollup_cache_daily WHERE project_id = @project AND bucket = ANY(@days::date[]) AND (@per_hash OR prompt_hash = '')
-		AND (@service = '' OR service = @service) AND (@model = '' OR model = @model)
-		AND (@operation = '' OR operation = @operation) AND (@provider = '' OR provider = @provider)`
 
 // cacheSums are a prefix's sums over some of its hours.
 type cacheSums struct{ calls, writes, reads, cost, nocache, unpriced int64 }
@@ -273,9 +265,9 @@ type cachePrefix struct {
 // it, a model being its service, operation, provider and model, whichever shapes carry them. The
 // local days that begin in [from, min(to, sumTo)) come from their summaries (rollup_cache_daily)
 // up to their through, where those are up to date and end by min(to, sumTo) (today's, summed up
-// to an hour before now, does); every other hour from rollup_cache_hourly. The
-// incidents need the models only: with the hashes their read took about a third longer
-// (docs/performance.md).
+// to an hour before now, does), kept between reads (cacheDays); every other hour from
+// rollup_cache_hourly. The incidents need the models only: with the hashes their hours took about
+// a third longer (docs/performance.md).
 func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
 	args := filterArgs(f)
 	args["project"], args["per_hash"] = f.ProjectID, perHash
@@ -301,20 +293,17 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		return p
 	}
 	err := s.readSnapshot(ctx, func(q queryFunc) error {
-		// The hours not summed: the range less each summed day up to its through.
-		type summed struct {
-			day    string
-			lo, hi time.Time
-		}
+		// The hours not summed: the range less each summed day up to its through [lo, hi).
 		var (
 			sums     []summed
 			day, thr time.Time
+			xmin     int64
 		)
 		if len(days) > 0 {
-			if err := q(cacheDaysSQL, args, []any{&day, &thr}, func() error {
+			if err := q(cacheDaysSQL, args, []any{&day, &thr, &xmin}, func() error {
 				d := date{day.Year(), day.Month(), day.Day()}
 				if lo := d.start(s.tz); thr.After(lo) && !thr.After(sumTo) {
-					sums = append(sums, summed{d.String(), lo, thr})
+					sums = append(sums, summed{day: d, lo: lo, hi: thr, version: dayVersion{through: thr.UnixMicro(), xmin: xmin}})
 				}
 				return nil
 			}); err != nil {
@@ -322,17 +311,13 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 			}
 		}
 		slices.SortFunc(sums, func(a, b summed) int { return a.lo.Compare(b.lo) })
-		var (
-			los, his   []time.Time
-			summedDays []string
-		)
+		var los, his []time.Time
 		at := from
 		for _, sm := range sums {
 			if at.Before(sm.lo) {
 				los, his = append(los, at), append(his, sm.lo)
 			}
 			at = sm.hi
-			summedDays = append(summedDays, sm.day)
 		}
 		if at.Before(to) {
 			los, his = append(los, at), append(his, to)
@@ -341,11 +326,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		if err := s.cacheHours(q, f, args, prefix); err != nil {
 			return err
 		}
-		if len(summedDays) == 0 {
-			return nil
-		}
-		args["days"] = summedDays
-		return s.cacheDays(q, args, len(summedDays), prefix)
+		return s.cacheDays(q, f, perHash, sums, prefix)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache prefixes: %w", err)
@@ -464,83 +445,6 @@ func (f Filter) selects(k cacheKey) bool {
 		}
 	}
 	return true
-}
-
-// cacheDays reads the summaries of the local days days (cacheDaySumsSQL) into the prefixes, a
-// span each. A week holds tens of thousands of them at 10,000 tenants, so the prefix of a row is
-// found by its names' bytes as read, and a prefix's spans grow by a day's each at once: a string
-// made of each name of each row, and the spans' slices grown one at a time, took most of this
-// read's time in a CPU profile (docs/performance.md).
-func (s *Service) cacheDays(q queryFunc, args pgx.NamedArgs, days int, prefix func(sinceKey) *cachePrefix) error {
-	var (
-		row = rawRow{cols: slices.Concat([]string{"service", "operation", "provider", "model", "fallback", "prompt_hash"},
-			rollup.CacheDayCols)}
-		// The columns' positions, found by their names once.
-		at = func(names ...string) []int {
-			out := make([]int, len(names))
-			for i, name := range names {
-				out[i] = row.col(name)
-			}
-			return out
-		}
-		names                         = at("service", "operation", "provider", "model", "prompt_hash")
-		sums                          = at(cacheCols...)
-		fromSince                     = at("since_calls", "since_writes", "since_cost", "since_nocache", "since_unpriced")
-		reading                       = at("read_calls", "read_cost", "read_unpriced")
-		cFallback, cSingleUse, cFirst = row.col("fallback"), row.col("single_use"), row.col("first_hour")
-		cLastRead, cSince             = row.col("last_read"), row.col("since")
-		n                             = make([]int64, len(cacheCols))
-		key                           []byte
-		found                         = map[string]*cachePrefix{}
-	)
-	err := q(cacheDaySumsSQL, args, []any{&row}, func() error {
-		key = key[:0]
-		for _, i := range names {
-			key = append(append(key, row.text(i)...), 0)
-		}
-		fallback := row.bool(cFallback)
-		if fallback {
-			key = append(key, 1)
-		}
-		p := found[string(key)]
-		if p == nil {
-			p = prefix(sinceKey{key: cacheKey{service: string(row.text(names[0])), operation: string(row.text(names[1])),
-				provider: string(row.text(names[2])), model: string(row.text(names[3])), fallback: fallback},
-				hash: string(row.text(names[4]))})
-			found[string(key)] = p
-		}
-		for i, col := range sums {
-			n[i] = row.int8(col)
-		}
-		sp := cacheSpan{lastRead: row.time(cLastRead), since: row.time(cSince),
-			all: cacheSums{calls: n[kCalls], writes: n[kWriteCalls], reads: n[kReadCalls], cost: n[kCost],
-				nocache: n[kNoCache], unpriced: n[kUnpriced]},
-			fromSince: cacheSums{calls: row.int8(fromSince[0]), writes: row.int8(fromSince[1]), cost: row.int8(fromSince[2]),
-				nocache: row.int8(fromSince[3]), unpriced: row.int8(fromSince[4])},
-			reading: cacheSums{calls: row.int8(reading[0]), cost: row.int8(reading[1]), unpriced: row.int8(reading[2])}}
-		if first := row.time(cFirst); first != nil {
-			sp.at = *first
-		}
-		if row.err != nil {
-			return row.err
-		}
-		if len(p.spans) == cap(p.spans) {
-			p.spans = slices.Grow(p.spans, days)
-		}
-		p.spans = append(p.spans, sp)
-		if len(row.text(names[4])) == 0 {
-			p.singleUse += row.int8(cSingleUse)
-		} else {
-			for i, v := range n {
-				p.sums[i] += v
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("cache days: %w", err)
-	}
-	return nil
 }
 
 // cacheWeek gives the report's hash rows (the prompt hashes with at least minCalls calls, and per

@@ -427,3 +427,52 @@ func TestHoursIn(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptDays checks the days' summaries kept between reads: a day is found only as of the
+// version it was kept at, and once more than maxKeptRows rows are kept the least recently used
+// days go first, never the one just kept.
+func TestKeptDays(t *testing.T) {
+	t.Parallel()
+	var k keptDays
+	third := maxKeptRows / 3
+	v1, v2 := dayVersion{through: 1, xmin: 10}, dayVersion{through: 1, xmin: 11}
+	a, b, c, d := date{2026, 10, 1}, date{2026, 10, 2}, date{2026, 10, 3}, date{2026, 10, 4}
+	has := func(step string, want map[date]bool) {
+		t.Helper()
+		for _, day := range []date{a, b, c, d} {
+			if _, ok := k.days[keptDay{1, day}]; ok != want[day] {
+				t.Errorf("%s: day %s kept %v, want %v", step, day, ok, want[day])
+			}
+		}
+	}
+	k.put(1, a, v1, make([]dayRow, third))
+	k.put(1, b, v1, make([]dayRow, third))
+	k.put(1, c, v1, nil)
+	if _, ok := k.get(1, a, v2); ok {
+		t.Error("day a found as of another version")
+	}
+	if _, ok := k.get(2, a, v1); ok {
+		t.Error("day a found for another project")
+	}
+	if rows, ok := k.get(1, c, v1); !ok || rows != nil {
+		t.Errorf("day c, kept without rows: %v %v", rows, ok)
+	}
+	if rows, ok := k.get(1, a, v1); !ok || len(rows) != third {
+		t.Errorf("day a: %d rows, found %v", len(rows), ok)
+	}
+	has("three days", map[date]bool{a: true, b: true, c: true})
+	// b was used least recently: it goes to make room.
+	k.put(1, d, v1, make([]dayRow, 2*third))
+	has("a fourth", map[date]bool{a: true, c: true, d: true})
+	// a day larger than the bound is kept alone.
+	k.put(1, b, v2, make([]dayRow, maxKeptRows+1))
+	has("a large day", map[date]bool{b: true})
+	if k.rows != maxKeptRows+1 {
+		t.Errorf("%d rows kept, want %d", k.rows, maxKeptRows+1)
+	}
+	// kept again as of a new version, a day replaces its rows.
+	k.put(1, b, v1, make([]dayRow, 5))
+	if rows, ok := k.get(1, b, v1); !ok || len(rows) != 5 || k.rows != 5 {
+		t.Errorf("day b again: %d rows, found %v, %d kept", len(rows), ok, k.rows)
+	}
+}
