@@ -142,10 +142,7 @@ func TestCacheDaysLate(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
-	at := func(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
-	call := func(d, h, m int) *rec {
-		return newRec(at(d, h, m), "sonnet").service("bot", "answer").tokens(200, 100).hash("sys-v1")
-	}
+	at, call := oct, botCall
 	var recs []schema.Attempt
 	// Working on the 5th at 10:00 (1 write, 4 reads), then 6 writes at 22:00 on the 5th, 23:00,
 	// and 02:00 on the 6th, and reads again at 12:00 on the 7th.
@@ -228,7 +225,7 @@ func TestOpenCacheBreaks(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
-	at := func(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
+	at := oct
 	now := at(8, 15, 30)
 	var recs []schema.Attempt
 	calls := func(service string, d, h, n int, write, read int64) {
@@ -306,10 +303,7 @@ func TestCacheDaysKept(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
-	at := func(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
-	call := func(d, h, m int) *rec {
-		return newRec(at(d, h, m), "sonnet").service("bot", "answer").tokens(200, 100).hash("sys-v1")
-	}
+	at, call := oct, botCall
 	// Working on the 5th at 10:00 (1 write, 4 reads), broken from 02:00 on the 6th (12 writes).
 	recs := []schema.Attempt{call(5, 10, 0).cache(1000, 0).done()}
 	for i := range 4 {
@@ -344,4 +338,12 @@ func TestCacheDaysKept(t *testing.T) {
 	if got := report(l.service(now)); got == before {
 		t.Errorf("a new Service after the rows were deleted: %s, want it to miss the 5th", got)
 	}
+}
+
+// oct is a time of October 2026, UTC, when the cache days' tests take place.
+func oct(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time.UTC) }
+
+// botCall is a call of the bot's answers on sonnet under the prompt sys-v1, at oct(d, h, m).
+func botCall(d, h, m int) *rec {
+	return newRec(oct(d, h, m), "sonnet").service("bot", "answer").tokens(200, 100).hash("sys-v1")
 }
