@@ -66,8 +66,8 @@ type keptRows struct {
 	used    uint64
 }
 
-// maxKeptRows bounds keptDays: some 40 MB, a month of the cache summaries of a ledger of 10,000
-// tenants and 50 services, or a week and a half with the hashes of each.
+// maxKeptRows bounds keptDays: some 40 MB, a month of the models' cache summaries of a ledger of
+// 10,000 tenants and 50 services, or about three weeks with their hashes' too.
 const maxKeptRows = 1 << 17
 
 // get returns the rows of the project's day as of version, if kept.
