@@ -25,12 +25,16 @@ var cacheDaySumsSQL = `SELECT (bucket::timestamp AT TIME ZONE 'UTC') AS day, ser
 		prompt_hash, ` + strings.Join(rollup.CacheDayCols, ", ") + `
 	FROM rollup_cache_daily WHERE project_id = @project AND bucket = ANY(@days::date[])`
 
-// summed is a local day whose summaries a read takes: the hours [lo, hi) of day, summed as of version.
+// summed is a local day whose summaries a read takes: the hours [lo, hi) of day (hi its through),
+// summed by the transaction xmin.
 type summed struct {
-	day     date
-	lo, hi  time.Time
-	version dayVersion
+	day    date
+	lo, hi time.Time
+	xmin   int64
 }
+
+// version is the summing of the day the read takes.
+func (d summed) version() dayVersion { return dayVersion{through: d.hi.UnixMicro(), xmin: d.xmin} }
 
 // dayVersion tells one summing of a day from another: its through (Unix microseconds) and the
 // transaction that wrote its row of rollup_cache_days.
@@ -122,7 +126,7 @@ func (s *Service) cacheDays(q queryFunc, f Filter, perHash bool, days []summed, 
 	var missing []int
 	for i, d := range days {
 		var ok bool
-		if rows[i], ok = s.kept.get(f.ProjectID, d.day, d.version); !ok {
+		if rows[i], ok = s.kept.get(f.ProjectID, d.day, d.version()); !ok {
 			missing = append(missing, i)
 		}
 	}
@@ -137,7 +141,7 @@ func (s *Service) cacheDays(q queryFunc, f Filter, perHash bool, days []summed, 
 		}
 		for _, i := range missing {
 			rows[i] = read[days[i].day]
-			s.kept.put(f.ProjectID, days[i].day, days[i].version, rows[i])
+			s.kept.put(f.ProjectID, days[i].day, days[i].version(), rows[i])
 		}
 	}
 	found := map[*sinceKey]*cachePrefix{}

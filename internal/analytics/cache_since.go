@@ -41,28 +41,29 @@ var cacheRowsSQL = `SELECT c.series_id, c.fallback, CASE WHEN @per_hash THEN c.p
 // not a shape of the project is left out.
 var shapeNamesSQL = cacheShapes("s.id = ANY(@ids::int8[])")
 
-// shapeNames are the names of the series shapes the cache reads have met, by project and id. A
-// series row never changes and is never deleted, so a shape's names are read from series once
+// shapeNames are the names of the series shapes the cache reads have met, by id (series ids are
+// one identity over all projects). A series row never changes and is never deleted, so a shape's
+// names are read from series once
 // (shapeNamesSQL) and kept: the cache hours' rows name only their shape, where looking up every
 // shape of a read in series took most of its statement's time at 10,000 tenants
 // (docs/performance.md). The shapes are a project's services, operations and models, not its
 // tenants; the map is emptied should it ever hold maxShapeNames of them.
 type shapeNames struct {
 	mu sync.Mutex
-	m  map[[2]int64]cacheKey
+	m  map[int64]cacheKey
 }
 
 // maxShapeNames bounds shapeNames.
 const maxShapeNames = 1 << 20
 
-// get returns the names of the project's shapes ids that it holds, and the ids it does not hold.
-func (n *shapeNames) get(project int64, ids []int64) (map[int64]cacheKey, []int64) {
+// get returns the names of the shapes ids that it holds, and the ids it does not hold.
+func (n *shapeNames) get(ids []int64) (map[int64]cacheKey, []int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := make(map[int64]cacheKey, len(ids))
 	var missing []int64
 	for _, id := range ids {
-		if k, ok := n.m[[2]int64{project, id}]; ok {
+		if k, ok := n.m[id]; ok {
 			out[id] = k
 		} else {
 			missing = append(missing, id)
@@ -71,22 +72,20 @@ func (n *shapeNames) get(project int64, ids []int64) (map[int64]cacheKey, []int6
 	return out, missing
 }
 
-// put keeps the names of a project's shapes.
-func (n *shapeNames) put(project int64, names map[int64]cacheKey) {
+// put keeps the names of shapes.
+func (n *shapeNames) put(names map[int64]cacheKey) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.m == nil || len(n.m)+len(names) > maxShapeNames {
-		n.m = make(map[[2]int64]cacheKey, len(names))
+		n.m = make(map[int64]cacheKey, len(names))
 	}
-	for id, k := range names {
-		n.m[[2]int64{project, id}] = k
-	}
+	maps.Copy(n.m, names)
 }
 
 // names finds the names of the project's shapes ids: those read before from shapeNames, the
 // others with shapeNamesSQL, in the snapshot of q. An id that is not a shape has none.
 func (s *Service) names(q queryFunc, project int64, ids []int64) (map[int64]cacheKey, error) {
-	out, missing := s.shapes.get(project, ids)
+	out, missing := s.shapes.get(ids)
 	if len(missing) == 0 {
 		return out, nil
 	}
@@ -104,7 +103,7 @@ func (s *Service) names(q queryFunc, project int64, ids []int64) (map[int64]cach
 	if err != nil {
 		return nil, fmt.Errorf("shape names: %w", err)
 	}
-	s.shapes.put(project, got)
+	s.shapes.put(got)
 	maps.Copy(out, got)
 	return out, nil
 }
@@ -269,8 +268,6 @@ type cachePrefix struct {
 // rollup_cache_hourly. The incidents need the models only: with the hashes their hours took about
 // a third longer (docs/performance.md).
 func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
-	args := filterArgs(f)
-	args["project"], args["per_hash"] = f.ProjectID, perHash
 	var days []string
 	if to.Before(sumTo) {
 		sumTo = to
@@ -279,7 +276,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 	for d := dateOf(from.Add(-time.Nanosecond), s.tz).addDays(1); d.start(s.tz).Before(sumTo); d = d.addDays(1) {
 		days = append(days, d.String())
 	}
-	args["days"] = days
+	args := pgx.NamedArgs{"project": f.ProjectID, "per_hash": perHash, "days": days}
 	out := map[sinceKey]*cachePrefix{}
 	prefix := func(k sinceKey) *cachePrefix {
 		p := out[k]
@@ -303,7 +300,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 			if err := q(cacheDaysSQL, args, []any{&day, &thr, &xmin}, func() error {
 				d := date{day.Year(), day.Month(), day.Day()}
 				if lo := d.start(s.tz); thr.After(lo) && !thr.After(sumTo) {
-					sums = append(sums, summed{day: d, lo: lo, hi: thr, version: dayVersion{through: thr.UnixMicro(), xmin: xmin}})
+					sums = append(sums, summed{day: d, lo: lo, hi: thr, xmin: xmin})
 				}
 				return nil
 			}); err != nil {
