@@ -437,6 +437,9 @@ func applyDeltas(ctx context.Context, tx pgx.Tx, tz string) error {
 			return fmt.Errorf("reprice: update %s: %w", s.table, err)
 		}
 	}
+	if _, err := tx.Exec(ctx, rollup.TouchRepricedDaysSQL); err != nil {
+		return fmt.Errorf("reprice: note daily rollups' days: %w", err)
+	}
 	// The cache days summed from the hours changed are summed again (rollup.SummarizeCacheDays).
 	if _, err := tx.Exec(ctx, rollup.MarkRepricedCacheDaysSQL); err != nil {
 		return fmt.Errorf("reprice: note cache days: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -388,30 +389,62 @@ func TestReprice(t *testing.T) {
 		// want are the expected totals; stored says which attempts carry catalog B's figures after.
 		want   reprice.Figures
 		stored func(*schema.Attempt) bool
+		// touched are the local days whose row of rollup_days the step writes again: those whose
+		// daily rollup rows it changes (the range's, in New York), so a reader that kept them
+		// reads them again.
+		touched string
 	}{
 		// Repricing with the catalog the attempts were ingested with changes nothing: reprice prices
 		// exactly as the writer does.
 		{"same catalog", catA, reprice.Options{From: from, To: to},
-			expect(selected(within), catA, catA), nothing},
+			expect(selected(within), catA, catA), nothing, ""},
 		// A dry run reports what B would change and writes nothing.
 		{"dry run", catB, reprice.Options{From: from, To: to, DryRun: true},
-			expect(selected(within), catA, catB), nothing},
+			expect(selected(within), catA, catB), nothing, ""},
 		// --model selects the model by any name the catalog gives it (haiku-latest is an alias in B).
 		{"one model", catB, reprice.Options{From: from, To: to, Model: "Claude-Haiku-5-5", ChunkRows: 7},
-			expect(selected(haiku), catA, catB), haiku},
+			expect(selected(haiku), catA, catB), haiku, "2026-11-01 2026-11-02 2026-11-03"},
 		// The whole range, in chunks of 10: the rest of the models change too, old-llm loses its
 		// price and new-llm gains one.
 		{"whole range", catB, reprice.Options{From: from, To: to, ChunkRows: 10},
 			plus(expect(selected(haiku), catB, catB), expect(selected(func(r *schema.Attempt) bool { return within(r) && !haiku(r) }), catA, catB)),
-			within},
+			within, "2026-11-01 2026-11-02 2026-11-03"},
 		// Running it again changes nothing.
 		{"again", catB, reprice.Options{From: from, To: to},
-			expect(selected(within), catB, catB), within},
+			expect(selected(within), catB, catB), within, ""},
+	}
+	// days are the xmins of rollup_days' rows, by day.
+	days := func() map[string]int64 {
+		t.Helper()
+		rows, err := l.st.Pool.Query(ctx, `SELECT bucket::text, xmin::text::int8 FROM rollup_days`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		var (
+			d    string
+			xmin int64
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&d, &xmin}, func() error { out[d] = xmin; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
 	for _, s := range steps {
+		before := days()
 		rep, err := reprice.Run(ctx, l.st, s.cat, s.opt)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
+		}
+		var touched []string
+		for d, xmin := range days() {
+			if before[d] != xmin {
+				touched = append(touched, d)
+			}
+		}
+		slices.Sort(touched)
+		if got := strings.Join(touched, " "); got != s.touched {
+			t.Errorf("%s: days noted in rollup_days %q, want %q", s.name, got, s.touched)
 		}
 		if rep.Totals != s.want {
 			t.Errorf("%s: totals\n got %+v\nwant %+v", s.name, rep.Totals, s.want)

@@ -33,7 +33,8 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
 // and local day, deletes them, and adds those sums to rollup_hourly and the narrow hourly rollups,
 // and their sums per day to rollup_daily and, through each series' columns, to the narrow daily
-// rollups; and its recent rows per 5 minutes to rollup_minute5. The second folds the cache groups
+// rollups (noting their days in rollup_days: days.go); and its recent rows per 5 minutes to
+// rollup_minute5. The second folds the cache groups
 // and notes their local days (markCacheDaysSQL).
 // Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
 // Every upsert goes in key order, as every fold locks rows in it.
@@ -93,6 +94,8 @@ var foldSQL = func() [2]string {
 		ctes = append(ctes, fmt.Sprintf("u%d AS (%s)", i, st))
 		counts = append(counts, fmt.Sprintf("(SELECT count(*) FROM u%d)", i))
 	}
+	// The days of rollup_daily written are noted (days.go); not counted as rollup rows.
+	ctes = append(ctes, "ud AS ("+touchDaysSQL("b")+")")
 	ph := chunkOf("pending_rollup_hourly")
 	rollups := fmt.Sprintf(`WITH `+ph.with+`
 	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` GROUP BY %[1]s),

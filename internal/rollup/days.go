@@ -1,0 +1,23 @@
+package rollup
+
+// The days of rollup_daily (migration 00041): rollup_days has a row per project and local day,
+// written again by every statement that changes the day's rows of rollup_daily (a fold, a
+// reprice, a rebuild), so a reader that keeps a day's sums between reads can tell by the row's
+// xmin whether they still hold.
+
+// touchDaysSQL writes again the rows of rollup_days of the project_id and bucket (a local date)
+// of rows (a FROM item), adding those not there, in key order as every writer locks them.
+func touchDaysSQL(rows string) string {
+	return `INSERT INTO rollup_days AS x (project_id, bucket)
+		SELECT DISTINCT project_id, bucket FROM ` + rows + ` ORDER BY 1, 2
+		ON CONFLICT (project_id, bucket) DO UPDATE SET writes = x.writes + 1`
+}
+
+// TouchRepricedDaysSQL writes again the days of a reprice's daily deltas (reprice_daily).
+var TouchRepricedDaysSQL = touchDaysSQL("reprice_daily")
+
+// touchAllDaysSQL writes again every row of rollup_days and adds the days rollup_daily has
+// without one: a rebuild may change any day's rows, or delete them.
+const touchAllDaysSQL = `WITH t AS (UPDATE rollup_days SET writes = writes + 1)
+	INSERT INTO rollup_days (project_id, bucket) SELECT DISTINCT project_id, bucket FROM rollup_daily ORDER BY 1, 2
+	ON CONFLICT (project_id, bucket) DO NOTHING`
