@@ -69,7 +69,8 @@ type Service struct {
 	now     func() time.Time
 	catalog *pricing.Catalog
 	shapes  shapeNames
-	kept    keptDays
+	kept    keptDays[dayRow]
+	models  keptDays[shapeDay]
 }
 
 // Options are what a Service reads and counts with.

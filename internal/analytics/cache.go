@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ledgerd/ledgerd/internal/numfmt"
@@ -66,24 +65,6 @@ type CacheRow struct {
 // first), in the order cacheScan.n holds them.
 var cacheCols = rollup.Cols(rollup.CacheSums)
 
-// cacheModelSQL is the cache use per (service, operation, provider, model, fallback) from the
-// main rollups (whole days from rollup_daily), for models that wrote or read the cache at all:
-// the columns of cacheCols, calls being the model's attempts. Those rollups key their rows by
-// series shape, so only the shapes are joined (cacheShapes): probing the whole series table
-// for each row cost a fifth more when the tenants are many. The rows are added up per shape
-// first, on its number, and only those sums joined to the shapes' names and added up by them:
-// 85 ms against 192 ms for a week at 1M records of 10,000 tenants (EXPLAIN ANALYZE), where the
-// planner sorted every row by the names.
-var cacheModelSQL = func() string {
-	cols := append([]string{"attempts"}, cacheCols[1:]...)
-	return `SELECT s.service, s.operation, s.provider, s.model, r.fallback, ` + sumsOfCols("r", cols) + `
-	FROM (SELECT series_id, fallback, ` + strings.Join(rollup.SummedAs(cols), ", ") + `
-		FROM (` + fmt.Sprintf(sourceSQL, strings.Join(cols, ", "), "") + `) x GROUP BY 1, 2) r
-	JOIN (` + cacheShapes("TRUE") + `) s ON s.id = r.series_id
-	GROUP BY 1, 2, 3, 4, 5
-	HAVING sum8(r.cache_write_calls) + sum8(r.cache_read_calls) > 0`
-}()
-
 // cacheShapes lists the series shapes the filter and the condition where select, with their
 // names (service, operation, provider, model): rollup_cache_hourly keys its rows by shape
 // (migration 00011), so the cache queries read only the shapes, not every tenant's series; the
@@ -95,15 +76,6 @@ func cacheShapes(where string) string {
 		SELECT s.id, s.service, s.operation, s.provider, s.model
 		FROM series s WHERE s.project_id = @project AND s.id = s.shape_id AND ` + where + ` AND ` + seriesFilter + `
 	`
-}
-
-// sumsOfCols is the sum of each of cols over the rows aliased r, as bigint.
-func sumsOfCols(r string, cols []string) string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = fmt.Sprintf("sum8(%s.%s)", r, c)
-	}
-	return strings.Join(out, ", ")
 }
 
 type cacheKey struct {
@@ -140,11 +112,8 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return err
 	})
 	eg.Go(func() (err error) {
-		models, err = s.scanCache(ectx, cacheModelSQL, s.args(f, s.split(from, to, false)))
-		if err != nil {
-			return fmt.Errorf("cache: %w", err)
-		}
-		return nil
+		models, err = s.cacheModels(ectx, f, from, to)
+		return err
 	})
 	if err := eg.Wait(); err != nil {
 		return nil, err
@@ -177,7 +146,8 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	return out, nil
 }
 
-// cacheScan is one row of cacheModelSQL or cacheHashSQL.
+// cacheScan is one row of the report before it is priced: a model's (cacheModels) or a hash's
+// (cacheWeek).
 type cacheScan struct {
 	key               cacheKey
 	hash              *string
@@ -197,25 +167,6 @@ var (
 	kNoCache    = rollup.Index(rollup.CacheSums, "nocache_cost_nanos")
 	kUnpriced   = rollup.Index(rollup.CacheSums, "unpriced_attempts")
 )
-
-// scanCache reads the rows of cacheModelSQL.
-func (s *Service) scanCache(ctx context.Context, sql string, args pgx.NamedArgs) ([]cacheScan, error) {
-	var (
-		out []cacheScan
-		c   = cacheScan{n: make([]int64, len(cacheCols))}
-	)
-	dst := []any{&c.key.service, &c.key.operation, &c.key.provider, &c.key.model, &c.key.fallback}
-	for i := range c.n {
-		dst = append(dst, &c.n[i])
-	}
-	err := s.read(ctx, sql, args, dst, func() error {
-		row := c
-		row.n = slices.Clone(c.n)
-		out = append(out, row)
-		return nil
-	})
-	return out, err
-}
 
 func (c *cacheScan) row() CacheRow {
 	n := c.n

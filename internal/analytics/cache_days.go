@@ -49,12 +49,12 @@ type dayRow struct {
 	singleUse int64
 }
 
-// keptDays are the local days' summaries read so far, by project and day, the least recently
-// used dropped once they hold more than maxKeptRows rows. Their rows are shared by the reads that
-// take them, which only read them.
-type keptDays struct {
+// keptDays are the local days' rows (of type R) read so far, by project and day, the least
+// recently used dropped once they hold more than maxKeptRows rows. Their rows are shared by the
+// reads that take them, which only read them.
+type keptDays[R any] struct {
 	mu    sync.Mutex
-	days  map[keptDay]*keptRows
+	days  map[keptDay]*keptRows[R]
 	rows  int
 	clock uint64
 }
@@ -64,18 +64,19 @@ type keptDay struct {
 	day     date
 }
 
-type keptRows struct {
+type keptRows[R any] struct {
 	version dayVersion
-	rows    []dayRow
+	rows    []R
 	used    uint64
 }
 
-// maxKeptRows bounds keptDays: some 40 MB, a month of the models' cache summaries of a ledger of
-// 10,000 tenants and 50 services, or about three weeks with their hashes' too.
+// maxKeptRows bounds each keptDays: for the cache summaries some 40 MB, a month of the models'
+// of a ledger of 10,000 tenants and 50 services, or about three weeks with their hashes' too; for
+// the models' daily sums (cache_models.go) some 15 MB, two and a half weeks of that ledger.
 const maxKeptRows = 1 << 17
 
 // get returns the rows of the project's day as of version, if kept.
-func (k *keptDays) get(project int64, d date, v dayVersion) ([]dayRow, bool) {
+func (k *keptDays[R]) get(project int64, d date, v dayVersion) ([]R, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e := k.days[keptDay{project, d}]
@@ -89,18 +90,18 @@ func (k *keptDays) get(project int64, d date, v dayVersion) ([]dayRow, bool) {
 
 // put keeps the rows of the project's day as of version, dropping the least recently used days
 // while more than maxKeptRows rows are kept (never the day put).
-func (k *keptDays) put(project int64, d date, v dayVersion, rows []dayRow) {
+func (k *keptDays[R]) put(project int64, d date, v dayVersion, rows []R) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.days == nil {
-		k.days = map[keptDay]*keptRows{}
+		k.days = map[keptDay]*keptRows[R]{}
 	}
 	key := keptDay{project, d}
 	if old := k.days[key]; old != nil {
 		k.rows -= len(old.rows)
 	}
 	k.clock++
-	k.days[key] = &keptRows{version: v, rows: rows, used: k.clock}
+	k.days[key] = &keptRows[R]{version: v, rows: rows, used: k.clock}
 	k.rows += len(rows)
 	for k.rows > maxKeptRows && len(k.days) > 1 {
 		var (

@@ -433,7 +433,7 @@ func TestHoursIn(t *testing.T) {
 // days go first, never the one just kept.
 func TestKeptDays(t *testing.T) {
 	t.Parallel()
-	var k keptDays
+	var k keptDays[dayRow]
 	third := maxKeptRows / 3
 	v1, v2 := dayVersion{through: 1, xmin: 10}, dayVersion{through: 1, xmin: 11}
 	a, b, c, d := date{2026, 10, 1}, date{2026, 10, 2}, date{2026, 10, 3}, date{2026, 10, 4}

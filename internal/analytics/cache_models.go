@@ -1,0 +1,175 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerd/ledgerd/internal/rollup"
+)
+
+// The cache report's model rows count every attempt of a model that used the cache (calls,
+// input, cost), so they come from the main rollups, not the cache rollup: its default week is
+// some 100,000 rows of rollup_daily with 10,000 tenants, and adding them up took most of the
+// report's time (docs/performance.md). A day's rows change only by a statement that also writes
+// the day's row of rollup_days (rollup.TouchDays: a fold, a reprice, a rebuild), so the Service
+// keeps each day's sums per series shape, read once, with the xmin of that row, and reads again
+// only the days whose row changed: today, while calls come in.
+
+// modelCols are the columns a model row adds up from the main rollups, in the order of cacheCols:
+// calls being the model's attempts.
+var modelCols = append([]string{"attempts"}, cacheCols[1:]...)
+
+// modelDaysSQL lists the local days [@day_from, @day_to) that rollup_days holds, each with the
+// transaction that last wrote its row.
+const modelDaysSQL = `SELECT bucket::timestamp, xmin::text::int8 FROM rollup_days
+	WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to`
+
+// modelSumsSQL adds up modelCols per series shape and fallback flag: for each of the local days
+// @days from rollup_daily, and for the edge hours of sourceSQL from rollup_hourly, as one day
+// NULL.
+var modelSumsSQL = func() string {
+	sel := strings.Join(modelCols, ", ")
+	return `SELECT day, series_id, fallback, ` + strings.Join(rollup.SummedAs(modelCols), ", ") + ` FROM (
+		SELECT bucket::timestamp AS day, series_id, fallback, ` + sel + `
+		FROM rollup_daily WHERE project_id = @project AND bucket = ANY(@days::date[])
+		UNION ALL
+		SELECT NULL, series_id, fallback, ` + sel + ` FROM rollup_hourly
+		WHERE project_id = @project AND bucket >= @edge0_from AND bucket < @edge0_to
+		UNION ALL
+		SELECT NULL, series_id, fallback, ` + sel + ` FROM rollup_hourly
+		WHERE project_id = @project AND bucket >= @edge1_from AND bucket < @edge1_to
+	) x GROUP BY 1, 2, 3`
+}()
+
+// shapeDay is one series shape's sums (modelCols) with one fallback flag over a day.
+type shapeDay struct {
+	shape    int64
+	fallback bool
+	n        []int64
+}
+
+// cacheModels gives the report's model rows over [from, to): the sums of modelCols per model
+// (service, operation, provider, model, fallback flag) f selects, for the models that wrote or
+// read the cache at all. The whole local days come from the days kept as they were last written
+// (s.models), or are read and kept; the edge hours are read.
+func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time) ([]cacheScan, error) {
+	src := s.split(from, to, false)
+	args := pgx.NamedArgs{"project": f.ProjectID, "day_from": src.dayFrom, "day_to": src.dayTo,
+		"edge0_from": src.edges[0][0], "edge0_to": src.edges[0][1], "edge1_from": src.edges[1][0], "edge1_to": src.edges[1][1]}
+	type shape struct {
+		id       int64
+		fallback bool
+	}
+	sums := map[shape][]int64{}
+	add := func(rows []shapeDay) {
+		for _, r := range rows {
+			k := shape{r.shape, r.fallback}
+			n := sums[k]
+			if n == nil {
+				n = make([]int64, len(modelCols))
+				sums[k] = n
+			}
+			for i, v := range r.n {
+				n[i] += v
+			}
+		}
+	}
+	var names map[int64]cacheKey
+	err := s.readSnapshot(ctx, func(q queryFunc) error {
+		var (
+			day      time.Time
+			xmin     int64
+			versions = map[date]dayVersion{}
+		)
+		if err := q(modelDaysSQL, args, []any{&day, &xmin}, func() error {
+			versions[date{day.Year(), day.Month(), day.Day()}] = dayVersion{xmin: xmin}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("days: %w", err)
+		}
+		var read []date
+		for d := dateOf(src.dayFrom, time.UTC); d.before(dateOf(src.dayTo, time.UTC)); d = d.addDays(1) {
+			if v, ok := versions[d]; ok {
+				if rows, kept := s.models.get(f.ProjectID, d, v); kept {
+					add(rows)
+					continue
+				}
+			}
+			read = append(read, d)
+		}
+		days := make([]string, len(read))
+		for i, d := range read {
+			days[i] = d.String()
+		}
+		args["days"] = days
+		var (
+			r   shapeDay
+			at  *time.Time
+			got = map[date][]shapeDay{}
+		)
+		r.n = make([]int64, len(modelCols))
+		dst := []any{&at, &r.shape, &r.fallback}
+		for i := range r.n {
+			dst = append(dst, &r.n[i])
+		}
+		if err := q(modelSumsSQL, args, dst, func() error {
+			row := r
+			row.n = slices.Clone(r.n)
+			var d date // the edge hours'
+			if at != nil {
+				d = date{at.Year(), at.Month(), at.Day()}
+			}
+			got[d] = append(got[d], row)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("sums: %w", err)
+		}
+		for _, rows := range got {
+			add(rows)
+		}
+		// A day without a row in rollup_days is read every time.
+		for _, d := range read {
+			if v, ok := versions[d]; ok {
+				s.models.put(f.ProjectID, d, v, got[d])
+			}
+		}
+		ids := make([]int64, 0, len(sums))
+		for k := range sums {
+			ids = append(ids, k.id)
+		}
+		var err error
+		names, err = s.names(q, f.ProjectID, ids)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache models: %w", err)
+	}
+	byModel := map[cacheKey][]int64{}
+	for k, n := range sums {
+		key, ok := names[k.id]
+		key.fallback = k.fallback
+		if !ok || !f.selects(key) {
+			continue
+		}
+		m := byModel[key]
+		if m == nil {
+			m = make([]int64, len(modelCols))
+			byModel[key] = m
+		}
+		for i, v := range n {
+			m[i] += v
+		}
+	}
+	var out []cacheScan
+	for k, n := range byModel {
+		if n[kWriteCalls]+n[kReadCalls] > 0 {
+			out = append(out, cacheScan{key: k, n: n})
+		}
+	}
+	return out, nil
+}
