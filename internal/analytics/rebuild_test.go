@@ -33,7 +33,7 @@ func snapshot(t *testing.T, l *ledger) map[string][]string {
 	out := map[string][]string{}
 	for _, table := range []string{"rollup_hourly", "rollup_minute5", "rollup_hourly_model", "rollup_daily", "rollup_daily_model", "rollup_daily_service",
 		"rollup_daily_tenant", "rollup_cache_hourly", "cache_prefixes", "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_tenant_blocks",
-		"rollup_cache_daily", "rollup_cache_days", "rollup_model_minute"} {
+		"rollup_cache_daily", "rollup_cache_days", "rollup_model_minute", "rollup_days"} {
 		q := strings.Replace(snapshotSQL, "%s", table, 1)
 		switch table {
 		case "rollup_load_minute", "rollup_load_peaks", "rollup_tenant_spend", "rollup_cache_daily", "rollup_cache_days",
@@ -42,6 +42,8 @@ func snapshot(t *testing.T, l *ledger) map[string][]string {
 		case "rollup_hourly_model", "rollup_daily_model", "rollup_daily_service", "rollup_daily_tenant", "rollup_tenant_blocks": // keyed by series columns, not a series
 			q = `SELECT ((to_jsonb(r) - 'latency_hist') || jsonb_build_object('hist', r.latency_hist::text))::text
 				FROM ` + table + ` r ORDER BY 1`
+		case "rollup_days": // the days, not how often they were written
+			q = `SELECT jsonb_build_object('project_id', project_id, 'bucket', bucket)::text FROM rollup_days ORDER BY 1`
 		case "rollup_cache_hourly": // a row emptied by moves equals no row
 			q = strings.Replace(q, ", 'hist', r.latency_hist::text", "", 1)
 			q = strings.Replace(q, "ORDER BY", "WHERE r.calls <> 0 ORDER BY", 1)

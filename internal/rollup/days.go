@@ -16,8 +16,10 @@ func touchDaysSQL(rows string) string {
 // TouchRepricedDaysSQL writes again the days of a reprice's daily deltas (reprice_daily).
 var TouchRepricedDaysSQL = touchDaysSQL("reprice_daily")
 
-// touchAllDaysSQL writes again every row of rollup_days and adds the days rollup_daily has
-// without one: a rebuild may change any day's rows, or delete them.
-const touchAllDaysSQL = `WITH t AS (UPDATE rollup_days SET writes = writes + 1)
-	INSERT INTO rollup_days (project_id, bucket) SELECT DISTINCT project_id, bucket FROM rollup_daily ORDER BY 1, 2
-	ON CONFLICT (project_id, bucket) DO NOTHING`
+// daysRebuildSteps note the days of rollup_daily again once a rebuild has recounted it, each
+// row written anew: a rebuild may change any day's rows, or delete them.
+var daysRebuildSteps = []Step{
+	{"clear daily rollups' days", `DELETE FROM rollup_days`, nil},
+	{"note daily rollups' days", `INSERT INTO rollup_days (project_id, bucket)
+		SELECT DISTINCT project_id, bucket FROM rollup_daily ORDER BY 1, 2`, nil},
+}

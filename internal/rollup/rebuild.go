@@ -197,7 +197,7 @@ func RebuildSteps(r Recount) []Step {
 	if len(r.FromHourly) > 0 {
 		steps = append(steps, Step{"recount kept days", dailyFromHourlySQL, []any{r.Timezone, r.FromHourly}})
 	}
-	steps = append(steps, Step{"note daily rollups' days", touchAllDaysSQL, nil})
+	steps = append(steps, daysRebuildSteps...)
 	steps = append(steps, narrowSQL...)
 	// The tenant rollups keep their rows of the days whose raw attempts are gone, as rollup_daily
 	// does; in another timezone those days cannot be recounted (no hourly rollup keeps tenants),
