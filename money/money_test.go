@@ -1,6 +1,7 @@
 package money
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -52,6 +53,12 @@ func TestString(t *testing.T) {
 		if got := c.in.String(); got != c.want {
 			t.Errorf("Nanos(%d).String() = %q, want %q", int64(c.in), got, c.want)
 		}
+		// In JSON an amount is a string, also through a pointer.
+		for _, v := range []any{c.in, &c.in} {
+			if got, err := json.Marshal(v); err != nil || string(got) != `"`+c.want+`"` {
+				t.Errorf("json.Marshal(%T %d) = %s, %v, want %q", v, int64(c.in), got, err, c.want)
+			}
+		}
 	}
 }
 
@@ -72,4 +79,23 @@ func FuzzParseUSD(f *testing.F) {
 			checkFormats(t, n)
 		}
 	})
+}
+
+// BenchmarkJSON encodes 10,000 rows of three amounts, as a large answer of the API carries them
+// (the cache report's rows at 10,000 tenants: docs/performance.md).
+func BenchmarkJSON(b *testing.B) {
+	type row struct {
+		Cost, NoCache, Savings *Nanos
+	}
+	rows := make([]row, 10_000)
+	for i := range rows {
+		v := Nanos(123_456_789 + i)
+		rows[i] = row{&v, &v, &v}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
