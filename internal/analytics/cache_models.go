@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ledgerd/ledgerd/internal/rollup"
 )
 
@@ -16,7 +14,7 @@ import (
 // input, cost), so they come from the main rollups, not the cache rollup: its default week is
 // some 100,000 rows of rollup_daily with 10,000 tenants, and adding them up took most of the
 // report's time (docs/performance.md). A day's rows change only by a statement that also writes
-// the day's row of rollup_days (rollup.TouchDays: a fold, a reprice, a rebuild), so the Service
+// the day's row of rollup_days (internal/rollup/days.go: a fold, a reprice, a rebuild), so the Service
 // keeps each day's sums per series shape, read once, with the xmin of that row, and reads again
 // only the days whose row changed: today, while calls come in.
 
@@ -29,22 +27,13 @@ var modelCols = append([]string{"attempts"}, cacheCols[1:]...)
 const modelDaysSQL = `SELECT bucket::timestamp, xmin::text::int8 FROM rollup_days
 	WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to`
 
-// modelSumsSQL adds up modelCols per series shape and fallback flag: for each of the local days
-// @days from rollup_daily, and for the edge hours of sourceSQL from rollup_hourly, as one day
-// NULL.
-var modelSumsSQL = func() string {
-	sel := strings.Join(modelCols, ", ")
-	return `SELECT day, series_id, fallback, ` + strings.Join(rollup.SummedAs(modelCols), ", ") + ` FROM (
-		SELECT bucket::timestamp AS day, series_id, fallback, ` + sel + `
-		FROM rollup_daily WHERE project_id = @project AND bucket = ANY(@days::date[])
-		UNION ALL
-		SELECT NULL, series_id, fallback, ` + sel + ` FROM rollup_hourly
-		WHERE project_id = @project AND bucket >= @edge0_from AND bucket < @edge0_to
-		UNION ALL
-		SELECT NULL, series_id, fallback, ` + sel + ` FROM rollup_hourly
-		WHERE project_id = @project AND bucket >= @edge1_from AND bucket < @edge1_to
-	) x GROUP BY 1, 2, 3`
-}()
+// modelSumsSQL adds up modelCols per series shape and fallback flag over the rows of sourceSQL
+// (its parameters): each of the whole local days @days, and the edge hours as one day NULL. The
+// condition on the day reaches rollup_daily's scan, so the other whole days are not read.
+var modelSumsSQL = `SELECT CASE WHEN hour IS NULL THEN day::timestamp END, series_id, fallback, ` +
+	strings.Join(rollup.SummedAs(modelCols), ", ") + `
+	FROM (` + fmt.Sprintf(sourceSQL, strings.Join(modelCols, ", "), "") + `) x
+	WHERE hour IS NOT NULL OR day = ANY(@days::date[]) GROUP BY 1, 2, 3`
 
 // shapeDay is one series shape's sums (modelCols) with one fallback flag over a day.
 type shapeDay struct {
@@ -59,8 +48,7 @@ type shapeDay struct {
 // (s.models), or are read and kept; the edge hours are read.
 func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time) ([]cacheScan, error) {
 	src := s.split(from, to, false)
-	args := pgx.NamedArgs{"project": f.ProjectID, "day_from": src.dayFrom, "day_to": src.dayTo,
-		"edge0_from": src.edges[0][0], "edge0_to": src.edges[0][1], "edge1_from": src.edges[1][0], "edge1_to": src.edges[1][1]}
+	args := s.args(Filter{ProjectID: f.ProjectID}, src)
 	type shape struct {
 		id       int64
 		fallback bool
