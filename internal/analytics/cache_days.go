@@ -72,7 +72,7 @@ type keptRows[R any] struct {
 
 // maxKeptRows bounds each keptDays: for the cache summaries some 40 MB, a month of the models'
 // of a ledger of 10,000 tenants and 50 services, or about three weeks with their hashes' too; for
-// the models' daily sums (cache_models.go) some 15 MB, two and a half weeks of that ledger.
+// the models' daily sums (cache_models.go) some 15 MB, about two weeks of that ledger.
 const maxKeptRows = 1 << 17
 
 // get returns the rows of the project's day as of version, if kept.

@@ -142,24 +142,23 @@ func TestCacheDaysLate(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
-	at, call := oct, botCall
 	var recs []schema.Attempt
 	// Working on the 5th at 10:00 (1 write, 4 reads), then 6 writes at 22:00 on the 5th, 23:00,
 	// and 02:00 on the 6th, and reads again at 12:00 on the 7th.
-	recs = append(recs, call(5, 10, 0).cache(1000, 0).done())
+	recs = append(recs, botCall(5, 10, 0).cache(1000, 0).done())
 	for i := range 4 {
-		recs = append(recs, call(5, 10, 1+i).cache(0, 1000).done())
+		recs = append(recs, botCall(5, 10, 1+i).cache(0, 1000).done())
 	}
 	for _, h := range [][2]int{{5, 22}, {5, 23}, {6, 2}} {
 		for i := range 6 {
-			recs = append(recs, call(h[0], h[1], i).cache(1000, 0).done())
+			recs = append(recs, botCall(h[0], h[1], i).cache(1000, 0).done())
 		}
 	}
-	recs = append(recs, call(7, 12, 0).cache(0, 1000).done())
+	recs = append(recs, botCall(7, 12, 0).cache(0, 1000).done())
 	l.add(p, recs...)
-	s := l.service(at(8, 0, 0))
-	summarizeCacheDays(t, l.st.Pool, at(8, 0, 0))
-	f := analytics.Filter{ProjectID: p, From: at(4, 0, 0), To: at(7, 0, 0), Service: "bot"}
+	s := l.service(oct(8, 0, 0))
+	summarizeCacheDays(t, l.st.Pool, oct(8, 0, 0))
+	f := analytics.Filter{ProjectID: p, From: oct(4, 0, 0), To: oct(7, 0, 0), Service: "bot"}
 	report := func() analytics.CacheRow {
 		t.Helper()
 		rows, err := s.Cache(ctx, f, 0)
@@ -177,18 +176,18 @@ func TestCacheDaysLate(t *testing.T) {
 		t.Helper()
 		r := report()
 		extra := calls*writeCost - calls*515_000/5
-		if !r.Broken || r.BrokenSince == nil || !r.BrokenSince.Equal(at(5, 22, 0)) || r.ExtraCostUSD == nil || int64(*r.ExtraCostUSD) != int64(extra) {
+		if !r.Broken || r.BrokenSince == nil || !r.BrokenSince.Equal(oct(5, 22, 0)) || r.ExtraCostUSD == nil || int64(*r.ExtraCostUSD) != int64(extra) {
 			t.Errorf("%s: %s, want broken since the 5th 22:00 with extra %d", what, js(r), extra)
 		}
 	}
 	check("summed", 18)
 	// A late write at 23:30 on the 5th, a day already summed.
-	l.add(p, call(5, 23, 30).cache(1000, 0).done())
+	l.add(p, botCall(5, 23, 30).cache(1000, 0).done())
 	check("late", 19)
-	summarizeCacheDays(t, l.st.Pool, at(8, 0, 0))
+	summarizeCacheDays(t, l.st.Pool, oct(8, 0, 0))
 	check("summed again", 19)
 	// Its incident, from the summaries of the 5th and the 6th, ended by the read of the 7th.
-	in, err := s.Incidents(ctx, analytics.Filter{ProjectID: p, From: at(7, 0, 0), To: at(8, 0, 0)})
+	in, err := s.Incidents(ctx, analytics.Filter{ProjectID: p, From: oct(7, 0, 0), To: oct(8, 0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +196,7 @@ func TestCacheDaysLate(t *testing.T) {
 		if i.Kind == analytics.KindCacheBroken {
 			found = true
 			extra := 19*writeCost - 19*515_000/5
-			if !i.StartedAt.Equal(at(5, 22, 0)) || i.EndedAt == nil || !i.EndedAt.Equal(at(7, 12, 0)) || i.CallsAffected != 19 ||
+			if !i.StartedAt.Equal(oct(5, 22, 0)) || i.EndedAt == nil || !i.EndedAt.Equal(oct(7, 12, 0)) || i.CallsAffected != 19 ||
 				i.ExtraUSD == nil || int64(*i.ExtraUSD) != int64(extra) {
 				t.Errorf("incident %s, want the 5th 22:00 to the 7th 12:00, 19 calls, extra %d", js(i), extra)
 			}
@@ -303,19 +302,18 @@ func TestCacheDaysKept(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
-	at, call := oct, botCall
 	// Working on the 5th at 10:00 (1 write, 4 reads), broken from 02:00 on the 6th (12 writes).
-	recs := []schema.Attempt{call(5, 10, 0).cache(1000, 0).done()}
+	recs := []schema.Attempt{botCall(5, 10, 0).cache(1000, 0).done()}
 	for i := range 4 {
-		recs = append(recs, call(5, 10, 1+i).cache(0, 1000).done())
+		recs = append(recs, botCall(5, 10, 1+i).cache(0, 1000).done())
 	}
 	for i := range 12 {
-		recs = append(recs, call(6, 2, i).cache(1000, 0).done())
+		recs = append(recs, botCall(6, 2, i).cache(1000, 0).done())
 	}
 	l.add(p, recs...)
-	now := at(8, 0, 0)
+	now := oct(8, 0, 0)
 	summarizeCacheDays(t, l.st.Pool, now)
-	f := analytics.Filter{ProjectID: p, From: at(4, 0, 0), To: now}
+	f := analytics.Filter{ProjectID: p, From: oct(4, 0, 0), To: now}
 	report := func(s *analytics.Service) string {
 		t.Helper()
 		rows, err := s.Cache(ctx, f, 0)

@@ -17,15 +17,14 @@ func TestCacheModelsKept(t *testing.T) {
 	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
-	at, call := oct, botCall
 	// Two days of the bot's calls on sonnet: on the 5th one write, three reads and a call that
 	// used no cache; on the 6th two writes.
-	l.add(p, call(5, 10, 0).cache(1000, 0).done(), call(5, 10, 1).cache(0, 1000).done(),
-		call(5, 10, 2).cache(0, 1000).done(), call(5, 10, 3).cache(0, 1000).done(),
-		newRec(at(5, 11, 0), "sonnet").service("bot", "answer").tokens(200, 100).done(),
-		call(6, 2, 0).cache(1000, 0).done(), call(6, 2, 1).cache(1000, 0).done())
-	now := at(8, 0, 0)
-	f := analytics.Filter{ProjectID: p, From: at(4, 0, 0), To: now}
+	l.add(p, botCall(5, 10, 0).cache(1000, 0).done(), botCall(5, 10, 1).cache(0, 1000).done(),
+		botCall(5, 10, 2).cache(0, 1000).done(), botCall(5, 10, 3).cache(0, 1000).done(),
+		newRec(oct(5, 11, 0), "sonnet").service("bot", "answer").tokens(200, 100).done(),
+		botCall(6, 2, 0).cache(1000, 0).done(), botCall(6, 2, 1).cache(1000, 0).done())
+	now := oct(8, 0, 0)
+	f := analytics.Filter{ProjectID: p, From: oct(4, 0, 0), To: now}
 	type figures struct{ calls, writes, reads int64 }
 	model := func(s *analytics.Service) figures {
 		t.Helper()
@@ -65,7 +64,7 @@ func TestCacheModelsKept(t *testing.T) {
 		{"and changed back", func() {
 			exec(`UPDATE rollup_daily SET attempts = attempts - 100 WHERE project_id = $1 AND bucket = '2026-10-05'`)
 		}, figures{7, 3, 3}, figures{7, 3, 3}},
-		{"a late read on the 5th", func() { l.add(p, call(5, 12, 0).cache(0, 1000).done()) },
+		{"a late read on the 5th", func() { l.add(p, botCall(5, 12, 0).cache(0, 1000).done()) },
 			figures{8, 3, 4}, figures{8, 3, 4}},
 		{"a write of the 6th gone from the raw attempts, then a rebuild", func() {
 			exec(`DELETE FROM attempts WHERE project_id = $1 AND started_at = '2026-10-06 02:01:00+00'`)
@@ -83,8 +82,8 @@ func TestCacheModelsKept(t *testing.T) {
 			t.Errorf("%s: a new Service answers %+v, want %+v", st.name, got, st.fresh)
 		}
 	}
-	// A record with no cache use on a day that had none is a day the Service had kept empty.
-	l.add(p, newRec(at(7, 9, 0), "sonnet").service("bot", "answer").tokens(200, 100).done())
+	// A call on a day that had none, which no row of rollup_days named before.
+	l.add(p, newRec(oct(7, 9, 0), "sonnet").service("bot", "answer").tokens(200, 100).done())
 	if got, want := model(s), (figures{8, 2, 4}); got != want {
 		t.Errorf("a call on the 7th: %+v, want %+v", got, want)
 	}
