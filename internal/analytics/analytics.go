@@ -63,14 +63,16 @@ import (
 
 // Service answers analytics questions from the rollups of one database.
 type Service struct {
-	reads   *store.Reads
-	store   *store.Store
-	tz      *time.Location
-	now     func() time.Time
-	catalog *pricing.Catalog
-	shapes  shapeNames
-	kept    keptDays[dayRow]
-	models  keptDays[shapeDay]
+	reads     *store.Reads
+	store     *store.Store
+	tz        *time.Location
+	now       func() time.Time
+	catalog   *pricing.Catalog
+	shapes    shapeNames
+	kept      keptDays[dayRow]
+	models    keptDays[shapeDay]
+	spans     keptSpans[map[gkey]*acc]
+	costs     keptSpans[map[string]int64]
 }
 
 // Options are what a Service reads and counts with.

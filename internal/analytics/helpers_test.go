@@ -118,6 +118,7 @@ func (r *rec) request(id string, no int) *rec { r.a.RequestID, r.a.AttemptNo = i
 func (r *rec) latency(ms int64) *rec          { r.a.LatencyMS = ms; return r }
 func (r *rec) service(s, op string) *rec      { r.a.Service, r.a.Operation = s, op; return r }
 func (r *rec) tokens(in, out int64) *rec      { r.a.InputTokens, r.a.OutputTokens = in, out; return r }
+func (r *rec) tenant(t string) *rec           { r.a.Tenant = t; return r }
 func (r *rec) cache(write, read int64) *rec {
 	r.a.CacheWriteTokens, r.a.CacheReadTokens = write, read
 	return r

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -977,7 +978,7 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 		if p, from, to, err = s.rangeOf(g, f, p); err != nil {
 			return Summary{}, err
 		}
-		args = s.planArgs(f, g, p, from, to)
+		return s.answer(ctx, g, p, f, from, to)
 	}
 	return s.collect(ctx, g, p, f, from, to, args)
 }
@@ -985,6 +986,16 @@ func (s *Service) summary(ctx context.Context, f Filter, choose func(grouping, F
 // collect answers a summary grouped as g with plan p over the effective range [from, to) (the
 // plan's parameters args).
 func (s *Service) collect(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time, args pgx.NamedArgs) (Summary, error) {
+	groups, numbers, err := s.gather(ctx, g, p, f, from, to, args)
+	if err != nil {
+		return Summary{}, err
+	}
+	return s.build(g, f, from, to, groups, numbers), nil
+}
+
+// gather adds up the rows of plan p with the parameters args per group of g, each group's
+// latency histogram merged, and, when f asks for them, the groups' calls by number of attempts.
+func (s *Service) gather(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time, args pgx.NamedArgs) (map[gkey]*acc, map[gkey]map[int]int64, error) {
 	if f.WithAttempts {
 		args["raw_from"], args["raw_to"], args["tz"] = from, to, s.tz.String()
 		if _, ok := args["step"]; !ok {
@@ -1015,14 +1026,19 @@ func (s *Service) collect(ctx context.Context, g grouping, p plan, f Filter, fro
 		})
 	}
 	if err := eg.Wait(); err != nil {
-		return Summary{}, err
+		return nil, nil, err
 	}
 	for k, h := range hists {
 		if a, ok := groups[k]; ok {
 			a.hist = *h
 		}
 	}
+	return groups, numbers, nil
+}
 
+// build is the Summary of groups (and their calls by number of attempts, when f asks for them)
+// over the effective range [from, to).
+func (s *Service) build(g grouping, f Filter, from, to time.Time, groups map[gkey]*acc, numbers map[gkey]map[int]int64) Summary {
 	keys := make([]gkey, 0, len(groups))
 	var total acc
 	for k, a := range groups {
@@ -1050,7 +1066,7 @@ func (s *Service) collect(ctx context.Context, g grouping, p plan, f Filter, fro
 			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: st})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // SummaryTop is Summary keeping only the n costliest groups (Summary.Top). Grouped by one of
@@ -1078,29 +1094,17 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 	// The total of every group, the same range asked ungrouped, is read meanwhile.
 	var (
 		sum, all Summary
-		groups   int64
+		groups   int
 	)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
 		ungrouped := grouping{dims: []string{}}
-		tp := planFor(ungrouped, f)
-		all, err = s.collect(ectx, ungrouped, tp, f, from, to, s.planArgs(f, ungrouped, tp, from, to))
+		all, err = s.answer(ectx, ungrouped, planFor(ungrouped, f), f, from, to)
 		return err
 	})
 	eg.Go(func() (err error) {
-		// The ranking: every group's cost, the n costliest kept (ties in key order, as Top
-		// breaks them), and how many groups there are.
-		rank := fmt.Sprintf(`SELECT x.%[1]s::text, count(*) OVER () FROM (%[2]s) x GROUP BY x.%[1]s
-		ORDER BY sum(x.cost_nanos) DESC, x.%[1]s COLLATE "C" LIMIT @top_n`, col, fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
-		args["top_n"] = n
-		var (
-			keys []string
-			k    string
-		)
-		if err := s.read(ectx, rank, args, []any{&k, &groups}, func() error {
-			keys = append(keys, k)
-			return nil
-		}); err != nil {
+		var keys []string
+		if keys, groups, err = s.rank(ectx, g, p, f, from, to, n); err != nil {
 			return fmt.Errorf("summary: rank groups: %w", err)
 		}
 		// The figures of the n groups: the plan's statements restricted to their keys, which
@@ -1117,9 +1121,63 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 	}
 	sum.Total = all.Total
 	sum.Top(n)
-	total := int(groups)
-	sum.GroupsTotal = &total
+	sum.GroupsTotal = &groups
 	return sum, nil
+}
+
+// rank returns the keys of the n costliest groups of a summary grouped as g by one series column
+// with plan p over the effective range [from, to), ties in key order as Top breaks them, and how
+// many groups there are. Each group's cost comes from the plan's cost statement, over readSpans
+// where the plan keepsSpans: at 10,000 tenants the month's whole days before today are some
+// 90,000 rows of spend blocks, today's 10,000.
+func (s *Service) rank(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time, n int) ([]string, int, error) {
+	query := fmt.Sprintf(`SELECT x.%[1]s::text, sum8(x.cost_nanos) FROM (%[2]s) x GROUP BY 1`,
+		dimSQL[g.dims[0]], fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
+	read := func(ctx context.Context, args pgx.NamedArgs) (map[string]int64, error) {
+		out := map[string]int64{}
+		var (
+			k    string
+			cost int64
+		)
+		err := s.read(ctx, query, args, []any{&k, &cost}, func() error {
+			out[k] += cost
+			return nil
+		})
+		return out, err
+	}
+	var parts []map[string]int64
+	if keepsSpans(g, p, f) {
+		var err error
+		if parts, err = readSpans(ctx, s, &s.costs, summaryKey(g, p, f, p.cost), f, from, to, read,
+			func(m map[string]int64) int { return len(m) }); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		costs, err := read(ctx, s.planArgs(f, g, p, from, to))
+		if err != nil {
+			return nil, 0, err
+		}
+		parts = append(parts, costs)
+	}
+	costs := parts[0]
+	if len(parts) > 1 {
+		costs = maps.Clone(costs)
+		for k, c := range parts[1] {
+			costs[k] += c
+		}
+	}
+	keys := slices.Collect(maps.Keys(costs))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(costs[b], costs[a]), strings.Compare(a, b)) })
+	return keys[:min(n, len(keys))], len(costs), nil
+}
+
+// answer is the summary grouped as g with plan p over the effective range [from, to): over
+// readSpans where the plan keepsSpans.
+func (s *Service) answer(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time) (Summary, error) {
+	if keepsSpans(g, p, f) {
+		return s.collectKept(ctx, g, p, f, from, to)
+	}
+	return s.collect(ctx, g, p, f, from, to, s.planArgs(f, g, p, from, to))
 }
 
 // spendCostSQL is the cost statement (plan.cost) of the plan of rollup_daily_tenant: each

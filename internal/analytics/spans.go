@@ -1,0 +1,216 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+)
+
+// A summary's whole local days before today, kept between reads. With 10,000 tenants the month by
+// tenant adds up some 300,000 rows of the tenant rollups with their histograms on every read, 1.3 s
+// of it at 10M records (docs/performance.md), where only today's rows change while calls come in.
+// A day's rows of every daily rollup change only by a statement that also writes the day's row of
+// rollup_days (a fold, a reprice, a rebuild: internal/rollup/days.go), so the Service keeps a
+// summary's groups over its whole days before today with the xmin of each of those days' rows,
+// and reads only today and the edge hours while none of them has changed.
+
+// keptSpan is a question's answer V over a span of whole local days, as of the versions (the
+// xmin of each day's row of rollup_days, 0 for a day without one) the span was read after, and
+// its size (its groups).
+type keptSpan[V any] struct {
+	versions []int64
+	value    V
+	size     int
+	used     uint64
+}
+
+// spanKey is one question over one span: the project, the statement asked with the grouping, the
+// grouping, the filter's values and the span's first and end day.
+type spanKey struct {
+	project  int64
+	query    string
+	grouping string
+	filter   [5]string
+	from, to date
+}
+
+// keptSpans are the spans read so far, the least recently used dropped once they hold more than
+// maxKeptGroups groups. Their values are shared by the reads that take them, which only read them.
+type keptSpans[V any] struct {
+	mu    sync.Mutex
+	spans map[spanKey]*keptSpan[V]
+	size  int
+	clock uint64
+}
+
+// maxKeptGroups bounds each keptSpans: for the summaries' groups some 60 MB at the size of a
+// month's tenant groups (about 1 kB a group with its histogram), six months by 10,000 tenants.
+const maxKeptGroups = 1 << 16
+
+// get returns the value of the span k as of versions, if kept.
+func (ks *keptSpans[V]) get(k spanKey, versions []int64) (V, bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	e := ks.spans[k]
+	if e == nil || !slices.Equal(e.versions, versions) {
+		var zero V
+		return zero, false
+	}
+	ks.clock++
+	e.used = ks.clock
+	return e.value, true
+}
+
+// put keeps the value (of size groups) of the span k as of versions, dropping the least recently
+// used spans while more than maxKeptGroups groups are kept; a span larger than that is not kept.
+func (ks *keptSpans[V]) put(k spanKey, versions []int64, v V, size int) {
+	if size > maxKeptGroups {
+		return
+	}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.spans == nil {
+		ks.spans = map[spanKey]*keptSpan[V]{}
+	}
+	if old := ks.spans[k]; old != nil {
+		ks.size -= old.size
+	}
+	ks.clock++
+	ks.spans[k] = &keptSpan[V]{versions: versions, value: v, size: size, used: ks.clock}
+	ks.size += size
+	for ks.size > maxKeptGroups {
+		var (
+			oldest spanKey
+			least  uint64
+		)
+		for sk, e := range ks.spans {
+			if sk != k && (least == 0 || e.used < least) {
+				oldest, least = sk, e.used
+			}
+		}
+		ks.size -= ks.spans[oldest].size
+		delete(ks.spans, oldest)
+	}
+}
+
+// keepsSpans tells whether a summary grouped as g with plan p reads whole days that may be kept:
+// plans of daily rollups, not grouped by hour or minute (which read hours only), and not asking
+// for the calls by attempts (read from the raw attempts of the whole range).
+func keepsSpans(g grouping, p plan, f Filter) bool {
+	return !g.hourly && !g.minute && !p.raw && !f.WithAttempts
+}
+
+// readSpans reads a question over the effective range [from, to) of a plan that keepsSpans, with
+// read (given the plan's parameters, s.args), in two parts: the range's whole days before today
+// (local), taken from ks as of the versions of those days or read and kept there under key (its
+// days set here), and the rest (today, the days after, the edge hours), read each time. It
+// returns the parts there are, the span's first.
+func readSpans[V any](ctx context.Context, s *Service, ks *keptSpans[V], key spanKey, f Filter, from, to time.Time,
+	read func(ctx context.Context, args pgx.NamedArgs) (V, error), size func(V) int) ([]V, error) {
+	src := s.split(from, to, false)
+	cut := dateOf(s.now(), s.tz).civil()
+	if src.dayTo.Before(cut) {
+		cut = src.dayTo
+	}
+	if !src.dayFrom.Before(cut) {
+		v, err := read(ctx, s.args(f, src))
+		return []V{v}, err
+	}
+	span, rest := src, src
+	span.dayTo, span.edges = cut, [2][2]time.Time{{from, from}, {to, to}}
+	rest.dayFrom = cut
+	spanArgs := s.args(f, span)
+
+	key.from, key.to = dateOf(span.dayFrom, time.UTC), dateOf(cut, time.UTC)
+	days, err := s.dayVersions(ctx, f.ProjectID, key.from, key.to)
+	if err != nil {
+		return nil, err
+	}
+	var versions []int64
+	for d := key.from; d.before(key.to); d = d.addDays(1) {
+		versions = append(versions, days[d])
+	}
+
+	parts := make([]V, 2)
+	kept, ok := ks.get(key, versions)
+	parts[0] = kept
+	eg, ectx := errgroup.WithContext(ctx)
+	if !ok {
+		eg.Go(func() (err error) {
+			parts[0], err = read(ectx, spanArgs)
+			return err
+		})
+	}
+	hasRest := rest.dayFrom.Before(rest.dayTo) || rest.edges[0][0].Before(rest.edges[0][1]) || rest.edges[1][0].Before(rest.edges[1][1])
+	if hasRest {
+		eg.Go(func() (err error) {
+			parts[1], err = read(ectx, s.args(f, rest))
+			return err
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	if !ok {
+		ks.put(key, versions, parts[0], size(parts[0]))
+	}
+	if !hasRest {
+		parts = parts[:1]
+	}
+	return parts, nil
+}
+
+// dayVersions are the xmins of the rows of rollup_days of the project's local days [from, to):
+// a day's rollups, and its attempts once folded, change only by a statement that writes its row.
+func (s *Service) dayVersions(ctx context.Context, project int64, from, to date) (map[date]int64, error) {
+	days := map[date]int64{}
+	var (
+		day  time.Time
+		xmin int64
+	)
+	if err := s.read(ctx, modelDaysSQL, pgx.NamedArgs{"project": project, "day_from": from.civil(), "day_to": to.civil()},
+		[]any{&day, &xmin}, func() error {
+			days[date{day.Year(), day.Month(), day.Day()}] = xmin
+			return nil
+		}); err != nil {
+		return nil, fmt.Errorf("days: %w", err)
+	}
+	return days, nil
+}
+
+// summaryKey is the spanKey of a summary grouped as g with plan p and filter f.
+func summaryKey(g grouping, p plan, f Filter, query string) spanKey {
+	k := spanKey{project: f.ProjectID, query: fmt.Sprintf(query, g.columns(p.seriesAlias())), grouping: fmt.Sprint(g.dims, g.fallback)}
+	copy(k.filter[:], filterValues(f))
+	return k
+}
+
+// collectKept is collect for a summary that keepsSpans, over readSpans: the span's groups kept in
+// s.spans, each merged into a group of the answer's own with the rest's.
+func (s *Service) collectKept(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time) (Summary, error) {
+	parts, err := readSpans(ctx, s, &s.spans, summaryKey(g, p, f, p.sums), f, from, to,
+		func(ctx context.Context, args pgx.NamedArgs) (map[gkey]*acc, error) {
+			groups, _, err := s.gather(ctx, g, p, f, from, to, args)
+			return groups, err
+		}, func(groups map[gkey]*acc) int { return len(groups) })
+	if err != nil {
+		return Summary{}, fmt.Errorf("summary: %w", err)
+	}
+	groups := map[gkey]*acc{}
+	for _, part := range parts {
+		for k, a := range part {
+			m := groups[k]
+			if m == nil {
+				m = &acc{}
+				groups[k] = m
+			}
+			m.merge(a)
+		}
+	}
+	return s.build(g, f, from, to, groups, nil), nil
+}
