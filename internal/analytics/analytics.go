@@ -73,6 +73,7 @@ type Service struct {
 	models    keptDays[shapeDay]
 	spans     keptSpans[map[gkey]*acc]
 	costs     keptSpans[map[string]int64]
+	recovered keptRecoveries
 }
 
 // Options are what a Service reads and counts with.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ledgerd/ledgerd/money"
@@ -431,25 +432,123 @@ func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64,
 // the first read covers RecoveryFirst after each end, and only the incidents it leaves without a
 // recovery are read on to RecoveryLimit: a call counts where it began, and as answered only by an
 // attempt within RecoveryReach of its window, so the two reads decide each window alike.
+//
+// The recovery of an incident that ended more than RecoveryLimit and RecoveryReach before now is
+// kept (s.recovered) as of the versions of the local days its reads covered: their attempts change
+// only by a fold, which writes the days' rows of rollup_days. A month's incidents are then read
+// once, where each read of the raw attempts after some hundred ends took most of their time.
 func (s *Service) recoveries(ctx context.Context, project int64, list []Incident, now time.Time, p IncidentParams) error {
-	var open []int
+	var (
+		open   []int
+		lo, hi date
+	)
+	reach := p.RecoveryLimit + p.RecoveryReach
 	for i, in := range list {
-		if in.EndedAt != nil {
-			open = append(open, i)
+		if in.EndedAt == nil {
+			continue
+		}
+		open = append(open, i)
+		d0, d1 := dateOf(*in.EndedAt, s.tz), dateOf(in.EndedAt.Add(reach), s.tz).addDays(1)
+		if len(open) == 1 || d0.before(lo) {
+			lo = d0
+		}
+		if len(open) == 1 || hi.before(d1) {
+			hi = d1
 		}
 	}
+	if len(open) == 0 {
+		return nil
+	}
+	versions, err := s.dayVersions(ctx, project, lo, hi)
+	if err != nil {
+		return fmt.Errorf("incident recovery: %w", err)
+	}
+	// keyOf is the kept recovery of list[i] and the versions of its days; ok false when its
+	// recovery may still change as time passes.
+	keyOf := func(i int) (k recoveryKey, vs [2]int64, ok bool) {
+		in := list[i]
+		k = recoveryKey{project: project, provider: in.Provider, model: in.Model, end: in.EndedAt.UnixNano(), params: p.recovery()}
+		d0, d1 := dateOf(*in.EndedAt, s.tz), dateOf(in.EndedAt.Add(reach), s.tz)
+		vs = [2]int64{versions[d0], versions[d1]}
+		return k, vs, !in.EndedAt.Add(reach).After(now) && !d0.addDays(1).before(d1)
+	}
+	var read []int
+	for _, i := range open {
+		if k, vs, ok := keyOf(i); ok {
+			if sec, kept := s.recovered.get(k, vs); kept {
+				list[i].RecoverySeconds = sec
+				continue
+			}
+		}
+		read = append(read, i)
+	}
+	left := read
 	// The first read ends on a window's end, so that no window is split between the two.
 	first := min((p.RecoveryFirst + p.RecoveryWindow - 1).Truncate(p.RecoveryWindow), p.RecoveryLimit)
 	for _, span := range [][2]time.Duration{{0, first}, {first, p.RecoveryLimit}} {
-		if len(open) == 0 {
-			return nil
+		if len(left) == 0 {
+			break
 		}
-		var err error
-		if open, err = s.recoveryRead(ctx, project, list, open, span[0], span[1], now, p); err != nil {
+		if left, err = s.recoveryRead(ctx, project, list, left, span[0], span[1], now, p); err != nil {
 			return err
 		}
 	}
+	for _, i := range read {
+		if k, vs, ok := keyOf(i); ok {
+			s.recovered.put(k, vs, list[i].RecoverySeconds)
+		}
+	}
 	return nil
+}
+
+// recoveryKey is an ended incident's model, end (Unix nanoseconds) and the parameters its recovery
+// is looked for with.
+type recoveryKey struct {
+	project         int64
+	provider, model string
+	end             int64
+	params          [5]float64
+}
+
+// recovery are the parameters that decide an incident's recovery.
+func (p IncidentParams) recovery() [5]float64 {
+	return [5]float64{float64(p.RecoveryWindow), p.RecoveryShare, float64(p.RecoveryReach), float64(p.RecoveryLimit), float64(p.RecoveryFirst)}
+}
+
+// keptRecoveries are the recoveries found so far (nil: none within RecoveryLimit), each with the
+// versions of the first and last local day its reads covered. Past maxKeptRecoveries they are all
+// dropped: each is a few dozen bytes, and a month has some hundreds.
+type keptRecoveries struct {
+	mu   sync.Mutex
+	kept map[recoveryKey]keptRecovery
+}
+
+type keptRecovery struct {
+	versions [2]int64
+	seconds  *int64
+}
+
+const maxKeptRecoveries = 1 << 16
+
+// get returns the recovery of k as of versions, if kept.
+func (r *keptRecoveries) get(k recoveryKey, versions [2]int64) (*int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.kept[k]
+	if !ok || e.versions != versions {
+		return nil, false
+	}
+	return e.seconds, true
+}
+
+// put keeps the recovery of k as of versions.
+func (r *keptRecoveries) put(k recoveryKey, versions [2]int64, seconds *int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kept == nil || len(r.kept) >= maxKeptRecoveries {
+		r.kept = map[recoveryKey]keptRecovery{}
+	}
+	r.kept[k] = keptRecovery{versions, seconds}
 }
 
 // recoveryRead looks for the recovery of the incidents at the indices open of list among the

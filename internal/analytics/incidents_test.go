@@ -190,40 +190,105 @@ func TestIncidentRecovery(t *testing.T) {
 			t.Parallel()
 			l := newLedger(t, time.UTC)
 			p := l.project("acme")
-			var recs []schema.Attempt
-			for t0 := base.Add(-30 * time.Minute); t0.Before(base.Add(50 * time.Minute)); t0 = t0.Add(10 * time.Second) {
-				for k := range 10 {
-					id := fmt.Sprintf("c%d-%d", t0.Unix(), k)
-					at := t0.Add(time.Duration(k) * 100 * time.Millisecond)
-					switch {
-					case t0.Before(base):
-						recs = append(recs, newRec(at, "sonnet").request(id, 1).tokens(100, 0).done())
-					case t0.Before(end):
-						recs = append(recs, newRec(at, "sonnet").request(id, 1).tokens(100, 0).fail(schema.ErrorServer).done())
-					default:
-						for no, a := range c.after(t0, k) {
-							r := newRec(at.Add(a.delay), "sonnet").request(id, no+1).tokens(100, 0)
-							if !a.ok {
-								r = r.fail(schema.ErrorServer)
-							}
-							recs = append(recs, r.done())
-						}
-					}
-				}
-			}
-			l.add(p, recs...)
-			got, err := l.service(base.Add(55*time.Minute)).Incidents(context.Background(), analytics.Filter{ProjectID: p,
-				From: day(2026, 10, 5, 0, time.UTC), To: day(2026, 10, 6, 0, time.UTC)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.Incidents) != 1 || got.Incidents[0].EndedAt == nil || !got.Incidents[0].EndedAt.Equal(end) {
-				t.Fatalf("want one incident ended at 10:10: %s", js(got.Incidents))
-			}
-			if g := got.Incidents[0].RecoverySeconds; js(g) != js(c.want) {
+			l.add(p, outage(base, end, c.after)...)
+			if g := recovery(t, l.service(base.Add(55*time.Minute)), p, end); js(g) != js(c.want) {
 				t.Errorf("recovery after %s s, want %s", js(g), js(c.want))
 			}
 		})
+	}
+}
+
+// outage is TestIncidentRecovery's ledger: 10 calls every 10 s of sonnet from 30 minutes before
+// base to 50 minutes after it, all failed from base to end, and after end as after says.
+func outage(base, end time.Time, after func(t0 time.Time, k int) []attempt) []schema.Attempt {
+	var recs []schema.Attempt
+	for t0 := base.Add(-30 * time.Minute); t0.Before(base.Add(50 * time.Minute)); t0 = t0.Add(10 * time.Second) {
+		for k := range 10 {
+			id := fmt.Sprintf("c%d-%d", t0.Unix(), k)
+			at := t0.Add(time.Duration(k) * 100 * time.Millisecond)
+			switch {
+			case t0.Before(base):
+				recs = append(recs, newRec(at, "sonnet").request(id, 1).tokens(100, 0).done())
+			case t0.Before(end):
+				recs = append(recs, newRec(at, "sonnet").request(id, 1).tokens(100, 0).fail(schema.ErrorServer).done())
+			default:
+				for no, a := range after(t0, k) {
+					r := newRec(at.Add(a.delay), "sonnet").request(id, no+1).tokens(100, 0)
+					if !a.ok {
+						r = r.fail(schema.ErrorServer)
+					}
+					recs = append(recs, r.done())
+				}
+			}
+		}
+	}
+	return recs
+}
+
+// recovery is the recovery time s gives the one incident of the project's day of end, which
+// ended at end.
+func recovery(t *testing.T, s *analytics.Service, project int64, end time.Time) *int64 {
+	t.Helper()
+	d := end.Truncate(24 * time.Hour)
+	got, err := s.Incidents(context.Background(), analytics.Filter{ProjectID: project, From: d, To: d.Add(24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Incidents) != 1 || got.Incidents[0].EndedAt == nil || !got.Incidents[0].EndedAt.Equal(end) {
+		t.Fatalf("want one incident ended at %s: %s", end, js(got.Incidents))
+	}
+	return got.Incidents[0].RecoverySeconds
+}
+
+// TestIncidentRecoveryKept checks that a Service keeps the recovery of an incident that ended
+// longer ago than the recovery is looked for while the row of rollup_days of its day is not written
+// again: the calls after it changed behind its back go unseen (and are seen by a new Service), a
+// late record of the day is seen; and that the recovery of an incident that ended more recently is
+// read again.
+func TestIncidentRecoveryKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := day(2026, 10, 5, 10, time.UTC)
+	end := base.Add(10 * time.Minute)
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	l.add(p, outage(base, end, func(time.Time, int) []attempt { return []attempt{{0, true}} })...)
+	// The first window's calls after the outage fail, behind the Service's back.
+	fail := func(status string) {
+		t.Helper()
+		if _, err := l.st.Pool.Exec(ctx, `UPDATE attempts SET status = $2, error_class = $3
+			WHERE project_id = $1 AND started_at >= '2026-10-05 10:10:00+00' AND started_at < '2026-10-05 10:10:10+00'`,
+			p, status, map[string]string{"ok": "none", "error": "server_error"}[status]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		// now is the Service's clock; want what it answers after the first window failed behind its
+		// back, then after a late record of the 5th.
+		now        time.Time
+		want, late *int64
+	}{
+		{"ended 45 minutes ago", base.Add(55 * time.Minute), i64(0), i64(10)},
+		{"ended 25 minutes ago", base.Add(35 * time.Minute), i64(10), i64(10)},
+	} {
+		s := l.service(c.now)
+		if g := recovery(t, s, p, end); js(g) != js(i64(0)) {
+			t.Fatalf("%s: at first %s s, want 0", c.name, js(g))
+		}
+		fail("error")
+		if g := recovery(t, s, p, end); js(g) != js(c.want) {
+			t.Errorf("%s, calls changed behind its back: the same Service answers %s s, want %s", c.name, js(g), js(c.want))
+		}
+		if g := recovery(t, l.service(c.now), p, end); js(g) != js(i64(10)) {
+			t.Errorf("%s, calls changed behind its back: a new Service answers %s s, want 10", c.name, js(g))
+		}
+		l.add(p, newRec(day(2026, 10, 5, 3, time.UTC), "sonnet").tokens(100, 0).done())
+		if g := recovery(t, s, p, end); js(g) != js(c.late) {
+			t.Errorf("%s, a late record: the same Service answers %s s, want %s", c.name, js(g), js(c.late))
+		}
+		fail("ok")
+		l.add(p, newRec(day(2026, 10, 5, 4, time.UTC), "sonnet").tokens(100, 0).done())
 	}
 }
 
