@@ -111,14 +111,14 @@ func keepsSpans(g grouping, p plan, f Filter) bool {
 // days set here), and the rest (today, the days after, the edge hours), read each time. It
 // returns the parts there are, the span's first.
 func readSpans[V any](ctx context.Context, s *Service, ks *keptSpans[V], key spanKey, f Filter, from, to time.Time,
-	read func(ctx context.Context, args pgx.NamedArgs) (V, error), size func(V) int) ([]V, error) {
+	read func(ctx context.Context, args pgx.NamedArgs, span bool) (V, error), size func(V) int) ([]V, error) {
 	src := s.split(from, to, false)
 	cut := dateOf(s.now(), s.tz).civil()
 	if src.dayTo.Before(cut) {
 		cut = src.dayTo
 	}
 	if !src.dayFrom.Before(cut) {
-		v, err := read(ctx, s.args(f, src))
+		v, err := read(ctx, s.args(f, src), true)
 		return []V{v}, err
 	}
 	span, rest := src, src
@@ -142,14 +142,14 @@ func readSpans[V any](ctx context.Context, s *Service, ks *keptSpans[V], key spa
 	eg, ectx := errgroup.WithContext(ctx)
 	if !ok {
 		eg.Go(func() (err error) {
-			parts[0], err = read(ectx, spanArgs)
+			parts[0], err = read(ectx, spanArgs, true)
 			return err
 		})
 	}
 	hasRest := rest.dayFrom.Before(rest.dayTo) || rest.edges[0][0].Before(rest.edges[0][1]) || rest.edges[1][0].Before(rest.edges[1][1])
 	if hasRest {
 		eg.Go(func() (err error) {
-			parts[1], err = read(ectx, s.args(f, rest))
+			parts[1], err = read(ectx, s.args(f, rest), false)
 			return err
 		})
 	}
@@ -194,8 +194,15 @@ func summaryKey(g grouping, p plan, f Filter, query string) spanKey {
 // s.spans, each merged into a group of the answer's own with the rest's.
 func (s *Service) collectKept(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time) (Summary, error) {
 	parts, err := readSpans(ctx, s, &s.spans, summaryKey(g, p, f, p.sums), f, from, to,
-		func(ctx context.Context, args pgx.NamedArgs) (map[gkey]*acc, error) {
-			groups, _, err := s.gather(ctx, g, p, f, from, to, args)
+		func(ctx context.Context, args pgx.NamedArgs, span bool) (map[gkey]*acc, error) {
+			q := p
+			if !span {
+				// The rest is mostly today: a row a group for each day, which the server would take
+				// several times as long to add up (summing 17 columns of 48,000 tenant rows a day
+				// took 150 ms at 10,000 tenants).
+				q.sums = p.rows
+			}
+			groups, _, err := s.gather(ctx, g, q, f, from, to, args)
 			return groups, err
 		}, func(groups map[gkey]*acc) int { return len(groups) })
 	if err != nil {
