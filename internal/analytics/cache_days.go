@@ -104,18 +104,25 @@ func (k *keptDays[R]) put(project int64, d date, v dayVersion, rows []R) {
 	k.days[key] = &keptRows[R]{version: v, rows: rows, used: k.clock}
 	k.rows += len(rows)
 	for k.rows > maxKeptRows && len(k.days) > 1 {
-		var (
-			oldest keptDay
-			least  uint64
-		)
-		for dk, e := range k.days {
-			if dk != key && (least == 0 || e.used < least) {
-				oldest, least = dk, e.used
-			}
-		}
+		oldest := leastUsed(k.days, key, func(e *keptRows[R]) uint64 { return e.used })
 		k.rows -= len(k.days[oldest].rows)
 		delete(k.days, oldest)
 	}
+}
+
+// leastUsed is the key of m's entry used least recently (the smallest used), keep aside: what a
+// bounded keeper of reads drops first.
+func leastUsed[K comparable, E any](m map[K]E, keep K, used func(E) uint64) K {
+	var (
+		oldest K
+		least  uint64
+	)
+	for k, e := range m {
+		if u := used(e); k != keep && (least == 0 || u < least) {
+			oldest, least = k, u
+		}
+	}
+	return oldest
 }
 
 // cacheDays adds the summaries of the local days days into the prefixes (prefix finds or adds

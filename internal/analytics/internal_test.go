@@ -476,3 +476,46 @@ func TestKeptDays(t *testing.T) {
 		t.Errorf("day b again: %d rows, found %v, %d kept", len(rows), ok, k.rows)
 	}
 }
+
+// TestKeptSpans checks the spans kept between reads: a span is found only as of the versions of
+// its days it was kept at, once more than maxKeptGroups groups are kept the least recently used
+// spans go first, never the one just kept, and a span larger than the bound is not kept.
+func TestKeptSpans(t *testing.T) {
+	t.Parallel()
+	var ks keptSpans[string]
+	third := maxKeptGroups / 3
+	a, b, c, d := spanKey{project: 1, query: "a"}, spanKey{project: 1, query: "b"}, spanKey{project: 1, query: "c"}, spanKey{project: 1, query: "d"}
+	v1, v2 := []int64{10, 11}, []int64{10, 12}
+	has := func(step string, want map[string]bool) {
+		t.Helper()
+		for _, k := range []spanKey{a, b, c, d} {
+			if _, ok := ks.spans[k]; ok != want[k.query] {
+				t.Errorf("%s: span %s kept %v, want %v", step, k.query, ok, want[k.query])
+			}
+		}
+	}
+	ks.put(a, v1, "a", third)
+	ks.put(b, v1, "b", third)
+	ks.put(c, v1, "c", 0)
+	if _, ok := ks.get(a, v2); ok {
+		t.Error("span a found as of other versions")
+	}
+	if _, ok := ks.get(a, v1[:1]); ok {
+		t.Error("span a found as of fewer days")
+	}
+	if v, ok := ks.get(a, v1); !ok || v != "a" {
+		t.Errorf("span a: %q, found %v", v, ok)
+	}
+	has("three spans", map[string]bool{"a": true, "b": true, "c": true})
+	// b was used least recently: it goes to make room.
+	ks.put(d, v1, "d", 2*third)
+	has("a fourth", map[string]bool{"a": true, "c": true, "d": true})
+	// a span larger than the bound is not kept, and drops nothing.
+	ks.put(b, v1, "b", maxKeptGroups+1)
+	has("a large span", map[string]bool{"a": true, "c": true, "d": true})
+	// kept again as of new versions, a span replaces its value.
+	ks.put(a, v2, "a2", 5)
+	if v, ok := ks.get(a, v2); !ok || v != "a2" || ks.size != 5+2*third {
+		t.Errorf("span a again: %q, found %v, %d groups kept", v, ok, ks.size)
+	}
+}

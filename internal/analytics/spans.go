@@ -84,15 +84,7 @@ func (ks *keptSpans[V]) put(k spanKey, versions []int64, v V, size int) {
 	ks.spans[k] = &keptSpan[V]{versions: versions, value: v, size: size, used: ks.clock}
 	ks.size += size
 	for ks.size > maxKeptGroups {
-		var (
-			oldest spanKey
-			least  uint64
-		)
-		for sk, e := range ks.spans {
-			if sk != k && (least == 0 || e.used < least) {
-				oldest, least = sk, e.used
-			}
-		}
+		oldest := leastUsed(ks.spans, k, func(e *keptSpan[V]) uint64 { return e.used })
 		ks.size -= ks.spans[oldest].size
 		delete(ks.spans, oldest)
 	}
