@@ -71,9 +71,9 @@ type Service struct {
 	shapes    shapeNames
 	kept      keptDays[dayRow]
 	models    keptDays[shapeDay]
-	spans     keptSpans[map[gkey]*acc]
-	costs     keptSpans[map[string]int64]
-	recovered keptRecoveries
+	spans     keptReads[spanKey, map[gkey]*acc]
+	costs     keptReads[spanKey, map[string]int64]
+	recovered keptReads[recoveryKey, *int64]
 }
 
 // Options are what a Service reads and counts with.

@@ -69,21 +69,15 @@ func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time)
 	}
 	var names map[int64]cacheKey
 	err := s.readSnapshot(ctx, func(q queryFunc) error {
-		var (
-			day      time.Time
-			xmin     int64
-			versions = map[date]dayVersion{}
-		)
-		if err := q(modelDaysSQL, args, []any{&day, &xmin}, func() error {
-			versions[date{day.Year(), day.Month(), day.Day()}] = dayVersion{xmin: xmin}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("days: %w", err)
+		d0, d1 := dateOf(src.dayFrom, time.UTC), dateOf(src.dayTo, time.UTC)
+		versions, err := readDayVersions(q, f.ProjectID, d0, d1)
+		if err != nil {
+			return err
 		}
 		var read []date
-		for d := dateOf(src.dayFrom, time.UTC); d.before(dateOf(src.dayTo, time.UTC)); d = d.addDays(1) {
-			if v, ok := versions[d]; ok {
-				if rows, kept := s.models.get(f.ProjectID, d, v); kept {
+		for d := d0; d.before(d1); d = d.addDays(1) {
+			if xmin, ok := versions[d]; ok {
+				if rows, kept := s.models.get(f.ProjectID, d, dayVersion{xmin: xmin}); kept {
 					add(rows)
 					continue
 				}
@@ -122,15 +116,14 @@ func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time)
 		}
 		// A day without a row in rollup_days is read every time.
 		for _, d := range read {
-			if v, ok := versions[d]; ok {
-				s.models.put(f.ProjectID, d, v, got[d])
+			if xmin, ok := versions[d]; ok {
+				s.models.put(f.ProjectID, d, dayVersion{xmin: xmin}, got[d])
 			}
 		}
 		ids := make([]int64, 0, len(sums))
 		for k := range sums {
 			ids = append(ids, k.id)
 		}
-		var err error
 		names, err = s.names(q, f.ProjectID, ids)
 		return err
 	})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ledgerd/ledgerd/money"
@@ -465,11 +464,11 @@ func (s *Service) recoveries(ctx context.Context, project int64, list []Incident
 	}
 	// keyOf is the kept recovery of list[i] and the versions of its days; ok false when its
 	// recovery may still change as time passes.
-	keyOf := func(i int) (k recoveryKey, vs [2]int64, ok bool) {
+	keyOf := func(i int) (k recoveryKey, vs []int64, ok bool) {
 		in := list[i]
 		k = recoveryKey{project: project, provider: in.Provider, model: in.Model, end: in.EndedAt.UnixNano(), params: p.recovery()}
 		d0, d1 := dateOf(*in.EndedAt, s.tz), dateOf(in.EndedAt.Add(reach), s.tz)
-		vs = [2]int64{versions[d0], versions[d1]}
+		vs = []int64{versions[d0], versions[d1]}
 		return k, vs, !in.EndedAt.Add(reach).After(now) && !d0.addDays(1).before(d1)
 	}
 	var read []int
@@ -495,7 +494,7 @@ func (s *Service) recoveries(ctx context.Context, project int64, list []Incident
 	}
 	for _, i := range read {
 		if k, vs, ok := keyOf(i); ok {
-			s.recovered.put(k, vs, list[i].RecoverySeconds)
+			s.recovered.put(k, vs, list[i].RecoverySeconds, 1)
 		}
 	}
 	return nil
@@ -513,42 +512,6 @@ type recoveryKey struct {
 // recovery are the parameters that decide an incident's recovery.
 func (p IncidentParams) recovery() [5]float64 {
 	return [5]float64{float64(p.RecoveryWindow), p.RecoveryShare, float64(p.RecoveryReach), float64(p.RecoveryLimit), float64(p.RecoveryFirst)}
-}
-
-// keptRecoveries are the recoveries found so far (nil: none within RecoveryLimit), each with the
-// versions of the first and last local day its reads covered. Past maxKeptRecoveries they are all
-// dropped: each is a few dozen bytes, and a month has some hundreds.
-type keptRecoveries struct {
-	mu   sync.Mutex
-	kept map[recoveryKey]keptRecovery
-}
-
-type keptRecovery struct {
-	versions [2]int64
-	seconds  *int64
-}
-
-const maxKeptRecoveries = 1 << 16
-
-// get returns the recovery of k as of versions, if kept.
-func (r *keptRecoveries) get(k recoveryKey, versions [2]int64) (*int64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.kept[k]
-	if !ok || e.versions != versions {
-		return nil, false
-	}
-	return e.seconds, true
-}
-
-// put keeps the recovery of k as of versions.
-func (r *keptRecoveries) put(k recoveryKey, versions [2]int64, seconds *int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kept == nil || len(r.kept) >= maxKeptRecoveries {
-		r.kept = map[recoveryKey]keptRecovery{}
-	}
-	r.kept[k] = keptRecovery{versions, seconds}
 }
 
 // recoveryRead looks for the recovery of the incidents at the indices open of list among the

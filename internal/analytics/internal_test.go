@@ -478,18 +478,18 @@ func TestKeptDays(t *testing.T) {
 }
 
 // TestKeptSpans checks the spans kept between reads: a span is found only as of the versions of
-// its days it was kept at, once more than maxKeptGroups groups are kept the least recently used
+// its days it was kept at, once more than maxKept groups are kept the least recently used
 // spans go first, never the one just kept, and a span larger than the bound is not kept.
 func TestKeptSpans(t *testing.T) {
 	t.Parallel()
-	var ks keptSpans[string]
-	third := maxKeptGroups / 3
+	var ks keptReads[spanKey, string]
+	third := maxKept / 3
 	a, b, c, d := spanKey{project: 1, query: "a"}, spanKey{project: 1, query: "b"}, spanKey{project: 1, query: "c"}, spanKey{project: 1, query: "d"}
 	v1, v2 := []int64{10, 11}, []int64{10, 12}
 	has := func(step string, want map[string]bool) {
 		t.Helper()
 		for _, k := range []spanKey{a, b, c, d} {
-			if _, ok := ks.spans[k]; ok != want[k.query] {
+			if _, ok := ks.reads[k]; ok != want[k.query] {
 				t.Errorf("%s: span %s kept %v, want %v", step, k.query, ok, want[k.query])
 			}
 		}
@@ -511,7 +511,7 @@ func TestKeptSpans(t *testing.T) {
 	ks.put(d, v1, "d", 2*third)
 	has("a fourth", map[string]bool{"a": true, "c": true, "d": true})
 	// a span larger than the bound is not kept, and drops nothing.
-	ks.put(b, v1, "b", maxKeptGroups+1)
+	ks.put(b, v1, "b", maxKept+1)
 	has("a large span", map[string]bool{"a": true, "c": true, "d": true})
 	// kept again as of new versions, a span replaces its value.
 	ks.put(a, v2, "a2", 5)

@@ -19,10 +19,9 @@ import (
 // summary's groups over its whole days before today with the xmin of each of those days' rows,
 // and reads only today and the edge hours while none of them has changed.
 
-// keptSpan is a question's answer V over a span of whole local days, as of the versions (the
-// xmin of each day's row of rollup_days, 0 for a day without one) the span was read after, and
-// its size (its groups).
-type keptSpan[V any] struct {
+// keptRead is a read's value V as of the versions of the local days it covers (the xmin of each
+// day's row of rollup_days, 0 for a day without one), read before the value was, and its size.
+type keptRead[V any] struct {
 	versions []int64
 	value    V
 	size     int
@@ -39,54 +38,55 @@ type spanKey struct {
 	from, to date
 }
 
-// keptSpans are the spans read so far, the least recently used dropped once they hold more than
-// maxKeptGroups groups. Their values are shared by the reads that take them, which only read them.
-type keptSpans[V any] struct {
+// keptReads are the values read so far by key, the least recently used dropped once their sizes
+// add up to more than maxKept: a summary's span is as large as its groups, a recovery is 1. Their
+// values are shared by the reads that take them, which only read them.
+type keptReads[K comparable, V any] struct {
 	mu    sync.Mutex
-	spans map[spanKey]*keptSpan[V]
+	reads map[K]*keptRead[V]
 	size  int
 	clock uint64
 }
 
-// maxKeptGroups bounds each keptSpans: for the summaries' groups some 60 MB at the size of a
-// month's tenant groups (about 1 kB a group with its histogram), six months by 10,000 tenants.
-const maxKeptGroups = 1 << 16
+// maxKept bounds each keptReads: for the summaries' groups some 60 MB at the size of a month's
+// tenant groups (about 1 kB a group with its histogram), six months by 10,000 tenants.
+const maxKept = 1 << 16
 
-// get returns the value of the span k as of versions, if kept.
-func (ks *keptSpans[V]) get(k spanKey, versions []int64) (V, bool) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	e := ks.spans[k]
+// get returns the value of k as of versions, if kept.
+func (kr *keptReads[K, V]) get(k K, versions []int64) (V, bool) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	e := kr.reads[k]
 	if e == nil || !slices.Equal(e.versions, versions) {
 		var zero V
 		return zero, false
 	}
-	ks.clock++
-	e.used = ks.clock
+	kr.clock++
+	e.used = kr.clock
 	return e.value, true
 }
 
-// put keeps the value (of size groups) of the span k as of versions, dropping the least recently
-// used spans while more than maxKeptGroups groups are kept; a span larger than that is not kept.
-func (ks *keptSpans[V]) put(k spanKey, versions []int64, v V, size int) {
-	if size > maxKeptGroups {
+// put keeps the value v (of size size) of k as of versions, dropping the least recently used
+// while more than maxKept is kept; a value larger than that is not kept.
+func (kr *keptReads[K, V]) put(k K, versions []int64, v V, size int) {
+	if size > maxKept {
 		return
 	}
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	if ks.spans == nil {
-		ks.spans = map[spanKey]*keptSpan[V]{}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if kr.reads == nil {
+		kr.reads = map[K]*keptRead[V]{}
 	}
-	if old := ks.spans[k]; old != nil {
-		ks.size -= old.size
+	if old := kr.reads[k]; old != nil {
+		kr.size -= old.size
 	}
-	ks.clock++
-	ks.spans[k] = &keptSpan[V]{versions: versions, value: v, size: size, used: ks.clock}
-	ks.size += size
-	for ks.size > maxKeptGroups {
-		oldest := leastUsed(ks.spans, k, func(e *keptSpan[V]) uint64 { return e.used })
-		ks.size -= ks.spans[oldest].size
-		delete(ks.spans, oldest)
+	kr.clock++
+	kr.reads[k] = &keptRead[V]{versions: versions, value: v, size: size, used: kr.clock}
+	kr.size += size
+	for kr.size > maxKept {
+		oldest := leastUsed(kr.reads, k, func(e *keptRead[V]) uint64 { return e.used })
+		kr.size -= kr.reads[oldest].size
+		delete(kr.reads, oldest)
 	}
 }
 
@@ -102,7 +102,7 @@ func keepsSpans(g grouping, p plan, f Filter) bool {
 // (local), taken from ks as of the versions of those days or read and kept there under key (its
 // days set here), and the rest (today, the days after, the edge hours), read each time. It
 // returns the parts there are, the span's first.
-func readSpans[V any](ctx context.Context, s *Service, ks *keptSpans[V], key spanKey, f Filter, from, to time.Time,
+func readSpans[V any](ctx context.Context, s *Service, ks *keptReads[spanKey, V], key spanKey, f Filter, from, to time.Time,
 	read func(ctx context.Context, args pgx.NamedArgs, span bool) (V, error), size func(V) int) ([]V, error) {
 	src := s.split(from, to, false)
 	cut := dateOf(s.now(), s.tz).civil()
@@ -159,13 +159,22 @@ func readSpans[V any](ctx context.Context, s *Service, ks *keptSpans[V], key spa
 
 // dayVersions are the xmins of the rows of rollup_days of the project's local days [from, to):
 // a day's rollups, and its attempts once folded, change only by a statement that writes its row.
-func (s *Service) dayVersions(ctx context.Context, project int64, from, to date) (map[date]int64, error) {
+func (s *Service) dayVersions(ctx context.Context, project int64, from, to date) (days map[date]int64, err error) {
+	err = s.readTx(ctx, pgx.ReadCommitted, func(q queryFunc) error {
+		days, err = readDayVersions(q, project, from, to)
+		return err
+	})
+	return days, err
+}
+
+// readDayVersions is dayVersions read with q, in a read's transaction.
+func readDayVersions(q queryFunc, project int64, from, to date) (map[date]int64, error) {
 	days := map[date]int64{}
 	var (
 		day  time.Time
 		xmin int64
 	)
-	if err := s.read(ctx, modelDaysSQL, pgx.NamedArgs{"project": project, "day_from": from.civil(), "day_to": to.civil()},
+	if err := q(modelDaysSQL, pgx.NamedArgs{"project": project, "day_from": from.civil(), "day_to": to.civil()},
 		[]any{&day, &xmin}, func() error {
 			days[date{day.Year(), day.Month(), day.Day()}] = xmin
 			return nil
