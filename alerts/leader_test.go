@@ -40,12 +40,14 @@ func leaders(evs ...*alerts.Evaluator) []int {
 	return out
 }
 
-// lockHolder is the backend pid holding the alerting lock (0 when none).
+// lockHolder is the backend pid holding the alerting lock of the ledger's database (0 when none):
+// the lock is per database, and other tests' replicas hold it in theirs on the same server.
 func lockHolder(t *testing.T, l *ledger) int32 {
 	t.Helper()
 	var pid int32
 	err := l.st.Pool.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_locks
-		WHERE locktype = 'advisory' AND objid = 74210003 AND granted`).Scan(&pid)
+		WHERE locktype = 'advisory' AND objid = 74210003 AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid)
 	if err != nil {
 		t.Fatal(err)
 	}
