@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ingest"
 	"github.com/ledgerd/ledgerd/internal/analytics"
+	"github.com/ledgerd/ledgerd/internal/app"
 	"github.com/ledgerd/ledgerd/internal/dbtest"
 	"github.com/ledgerd/ledgerd/internal/rollup"
 	"github.com/ledgerd/ledgerd/internal/seed"
@@ -165,6 +167,8 @@ type endpoint struct {
 // the p95 of each (rollup-p95-ms over every b.Loop run, raw-p95-ms over -raw-samples runs) and
 // their ratio (speedup-x).
 func runEndpoints(b *testing.B, base, key string, endpoints []endpoint) {
+	// The server's garbage collector runs at the ledgerd command's target, as it would serving.
+	defer debug.SetGCPercent(debug.SetGCPercent(app.GCPercent))
 	for _, e := range endpoints {
 		b.Run(e.name, func(b *testing.B) {
 			var rollup []time.Duration
