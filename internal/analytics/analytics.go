@@ -71,6 +71,7 @@ type Service struct {
 	shapes    shapeNames
 	kept      keptDays[dayRow]
 	models    keptDays[shapeDay]
+	prefixes  keptReads[prefixSpanKey, map[sinceKey]*cachePrefix]
 	spans     keptReads[spanKey, map[gkey]*acc]
 	costs     keptReads[spanKey, map[string]int64]
 	recovered keptReads[recoveryKey, *int64]

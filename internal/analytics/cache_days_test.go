@@ -345,3 +345,78 @@ func oct(d, h, m int) time.Time { return time.Date(2026, 10, d, h, m, 0, 0, time
 func botCall(d, h, m int) *rec {
 	return newRec(oct(d, h, m), "sonnet").service("bot", "answer").tokens(200, 100).hash("sys-v1")
 }
+
+// TestCachePrefixesKept checks that a Service which keeps the whole past days' prefixes added up
+// answers the cache report and the incidents as a new Service does, read after read: as today's
+// calls come in (a hash new today, a read that heals the cache), after a late call in a kept day
+// (read from its hours until that day is summed again), and after it is summed again. Each
+// question is asked twice, so a read that changed what the next one shares would show.
+func TestCachePrefixesKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	now := oct(8, 15, 30)
+	calls := func(d, h, n int, hash string, write, read int64) {
+		t.Helper()
+		var recs []schema.Attempt
+		for i := range n {
+			recs = append(recs, botCall(d, h, i).hash(hash).cache(write, read).done())
+		}
+		l.add(p, recs...)
+	}
+	// Working on the 5th at 10:00, broken from 02:00 on the 6th; another prompt on the 7th; two
+	// more writes this morning, in today's summary (up to 15:00).
+	calls(5, 10, 1, "sys-v1", 1000, 0)
+	calls(5, 10, 4, "sys-v1", 0, 1000)
+	calls(6, 2, 12, "sys-v1", 1000, 0)
+	calls(7, 9, 1, "sys-v2", 1000, 0)
+	calls(7, 9, 3, "sys-v2", 0, 1000)
+	calls(8, 9, 2, "sys-v1", 1000, 0)
+	summarizeCacheDaysAt(t, l.st.Pool, now)
+	kept := l.service(now)
+	filters := []analytics.Filter{
+		{ProjectID: p},
+		{ProjectID: p, From: oct(4, 0, 0), To: oct(9, 0, 0)},
+		{ProjectID: p, From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)},
+		{ProjectID: p, Service: "bot", From: oct(5, 0, 0), To: now},
+	}
+	answers := func(s *analytics.Service) string {
+		t.Helper()
+		var b strings.Builder
+		for _, f := range filters {
+			rows, err := s.Cache(ctx, f, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := s.Incidents(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(js(rows) + "\n" + js(in) + "\n")
+		}
+		return b.String()
+	}
+	check := func(what, wantIn string) {
+		t.Helper()
+		want := answers(l.service(now))
+		if !strings.Contains(want, wantIn) {
+			t.Fatalf("%s: a new Service answers %s, without %s: the ledger tests nothing", what, want, wantIn)
+		}
+		for i := range 2 {
+			if got := answers(kept); got != want {
+				t.Errorf("%s, read %d: the Service that keeps the past days answers\n%s\nwant a new Service's\n%s", what, i+1, got, want)
+			}
+		}
+	}
+	check("summed", `"broken_since":"2026-10-06T02:00:00Z"`)
+	// After the summary's through: a prompt new today, then a read that heals sys-v1.
+	calls(8, 15, 2, "sys-v3", 1000, 0)
+	calls(8, 15, 1, "sys-v1", 0, 1000)
+	check("today's hours", `"prompt_hash":"sys-v3"`)
+	// A late write on the 6th: that day is read from its hours until summed again.
+	calls(6, 3, 1, "sys-v1", 1000, 0)
+	check("late", `"calls_affected":13`)
+	summarizeCacheDaysAt(t, l.st.Pool, now)
+	check("summed again", `"calls_affected":13`)
+}

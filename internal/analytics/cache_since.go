@@ -257,6 +257,57 @@ type cachePrefix struct {
 	spans             []cacheSpan
 	sums              []int64
 	singleUse, hashes int64
+	// kept marks a prefix of s.prefixes, which reads share and do not change.
+	kept bool
+}
+
+// clone is a copy of p that shares nothing with it, with room for extra more spans.
+func (p *cachePrefix) clone(extra int) *cachePrefix {
+	c := *p
+	c.kept = false
+	c.spans = append(make([]cacheSpan, 0, len(p.spans)+extra), p.spans...)
+	c.sums = slices.Clone(p.sums)
+	return &c
+}
+
+// joinSpans is the one span that stands for spans (in time order, at least one) wherever they
+// stand among a prefix's spans: stateOf and cacheBreaks' state after them find the same with it in
+// their place. It reads from the last span that read, if any; since is the first span from there
+// on that wrote, fromSince its sums on.
+func joinSpans(spans []cacheSpan) cacheSpan {
+	j := cacheSpan{at: spans[0].at}
+	last := -1
+	for i := range spans {
+		j.all.add(spans[i].all)
+		j.reading.add(spans[i].reading)
+		if spans[i].lastRead != nil {
+			last = i
+		}
+	}
+	from := 0
+	if last >= 0 {
+		j.lastRead, from = spans[last].lastRead, last
+	}
+	k := slices.IndexFunc(spans[from:], func(sp cacheSpan) bool { return sp.since != nil })
+	if k < 0 {
+		return j
+	}
+	k += from
+	j.since, j.fromSince = spans[k].since, spans[k].fromSince
+	for _, sp := range spans[k+1:] {
+		j.fromSince.add(sp.all)
+	}
+	return j
+}
+
+// prefixSpanKey is one read of whole local days' summaries kept between reads: the project,
+// whether per hash, the names f selects by (service, operation, provider, model), and the first
+// and end day.
+type prefixSpanKey struct {
+	project  int64
+	perHash  bool
+	names    [4]string
+	from, to date
 }
 
 // cachePrefixes reads the cache rollups over f's range [from, to) in one snapshot and adds them
@@ -267,6 +318,12 @@ type cachePrefix struct {
 // to an hour before now, does), kept between reads (cacheDays); every other hour from
 // rollup_cache_hourly. The incidents need the models only: with the hashes their hours took about
 // a third longer (docs/performance.md).
+//
+// The whole days before today, summed to their end, change only when summed again, so their
+// prefixes are kept added up (s.prefixes) as of those days' versions: adding up a week's
+// summaries, 50,000 rows at 10,000 tenants, took most of the cache report's time in Go. A read
+// then adds today's rows and hours into copies of the prefixes they touch; the others it shares
+// with the kept ones and does not change.
 func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
 	var days []string
 	if to.Before(sumTo) {
@@ -277,16 +334,22 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		days = append(days, d.String())
 	}
 	args := pgx.NamedArgs{"project": f.ProjectID, "per_hash": perHash, "days": days}
-	out := map[sinceKey]*cachePrefix{}
+	var out map[sinceKey]*cachePrefix
+	// prefix finds k's prefix to add to: a copy of a kept one the first time.
 	prefix := func(k sinceKey) *cachePrefix {
 		p := out[k]
-		if p == nil {
+		switch {
+		case p == nil:
 			p = &cachePrefix{}
 			if k.hash != "" {
 				p.sums = make([]int64, len(cacheCols))
 			}
-			out[k] = p
+		case !p.kept:
+			return p
+		default:
+			p = p.clone(2)
 		}
+		out[k] = p
 		return p
 	}
 	err := s.readSnapshot(ctx, func(q queryFunc) error {
@@ -320,21 +383,100 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 			los, his = append(los, at), append(his, to)
 		}
 		args["los"], args["his"] = los, his
+		kept, err := s.keptPrefixes(q, f, perHash, sums)
+		if err != nil {
+			return err
+		}
+		out = make(map[sinceKey]*cachePrefix, len(kept.value)+len(kept.value)/8)
+		maps.Copy(out, kept.value)
 		if err := s.cacheHours(q, f, args, prefix); err != nil {
 			return err
 		}
-		return s.cacheDays(q, f, perHash, sums, prefix)
+		return s.cacheDays(q, f, perHash, sums[kept.days:], prefix)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache prefixes: %w", err)
 	}
-	for k, p := range out {
-		slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
-		if k.hash != "" {
-			prefix(sinceKey{key: k.key}).hashes++
+	for _, p := range out {
+		if !p.kept {
+			slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
 		}
 	}
+	countHashes(out, prefix)
 	return out, nil
+}
+
+// keptSpan is the prefixes of a run of whole days, added up, and how many days they cover.
+type keptSpan struct {
+	value map[sinceKey]*cachePrefix
+	days  int
+}
+
+// keptPrefixes gives the prefixes of the first days of sums (in time order) that are whole days
+// before today, summed to their end, one after the other: kept in s.prefixes as of their versions,
+// or added up from their summaries (cacheDays) and kept. Their spans are in time order and their
+// models count their hashes.
+func (s *Service) keptPrefixes(q queryFunc, f Filter, perHash bool, sums []summed) (keptSpan, error) {
+	today := dateOf(s.now(), s.tz)
+	n := 0
+	for n < len(sums) && sums[n].day.before(today) && sums[n].hi.Equal(sums[n].day.addDays(1).start(s.tz)) &&
+		(n == 0 || sums[n].day == sums[n-1].day.addDays(1)) {
+		n++
+	}
+	if n == 0 {
+		return keptSpan{}, nil
+	}
+	key := prefixSpanKey{project: f.ProjectID, perHash: perHash, names: [4]string{f.Service, f.Operation, f.Provider, f.Model},
+		from: sums[0].day, to: sums[n-1].day.addDays(1)}
+	versions := make([]int64, 0, 2*n)
+	for _, sm := range sums[:n] {
+		v := sm.version()
+		versions = append(versions, v.through, v.xmin)
+	}
+	if m, ok := s.prefixes.get(key, versions); ok {
+		return keptSpan{value: m, days: n}, nil
+	}
+	m := map[sinceKey]*cachePrefix{}
+	prefix := func(k sinceKey) *cachePrefix {
+		p := m[k]
+		if p == nil {
+			p = &cachePrefix{}
+			if k.hash != "" {
+				p.sums = make([]int64, len(cacheCols))
+			}
+			m[k] = p
+		}
+		return p
+	}
+	if err := s.cacheDays(q, f, perHash, sums[:n], prefix); err != nil {
+		return keptSpan{}, err
+	}
+	for _, p := range m {
+		slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
+		p.spans = []cacheSpan{joinSpans(p.spans)}
+	}
+	countHashes(m, prefix)
+	for _, p := range m {
+		p.kept = true
+	}
+	s.prefixes.put(key, versions, m, len(m))
+	return keptSpan{value: m, days: n}, nil
+}
+
+// countHashes sets each model's count of the distinct hashes of m that have prefixes of their
+// own, through prefix (which adds a model without one, and copies a kept one it changes).
+func countHashes(m map[sinceKey]*cachePrefix, prefix func(sinceKey) *cachePrefix) {
+	counts := map[cacheKey]int64{}
+	for k := range m {
+		if k.hash != "" {
+			counts[k.key]++
+		}
+	}
+	for k, n := range counts {
+		if p := m[sinceKey{key: k}]; p == nil || p.hashes != n {
+			prefix(sinceKey{key: k}).hashes = n
+		}
+	}
 }
 
 // cacheHours reads the hours of cacheRowsSQL into the prefixes (prefix finds or adds one) of the

@@ -1,7 +1,9 @@
 package analytics
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/url"
 	"slices"
@@ -517,5 +519,53 @@ func TestKeptSpans(t *testing.T) {
 	ks.put(a, v2, "a2", 5)
 	if v, ok := ks.get(a, v2); !ok || v != "a2" || ks.size != 5+2*third {
 		t.Errorf("span a again: %q, found %v, %d groups kept", v, ok, ks.size)
+	}
+}
+
+// TestJoinSpans checks that one joined span stands for the spans it joins wherever they stand
+// among a prefix's spans: for every sequence of up to five hours that read, write, do both or
+// neither, and every run of them joined, the state after the spans (stateOf) and the breaks of the
+// hours after them (cacheBreaks) are those of the spans as they were.
+func TestJoinSpans(t *testing.T) {
+	t.Parallel()
+	kinds := []cacheSums{{calls: 3, writes: 0, reads: 2}, {calls: 5, writes: 4}, {calls: 7}, {calls: 11, writes: 1, reads: 1}}
+	state := func(st cacheState) string {
+		at := func(p *time.Time) string {
+			if p == nil {
+				return "nil"
+			}
+			return p.Format(time.TimeOnly)
+		}
+		return fmt.Sprintf("read %s since %s %+v %+v", at(st.lastRead), at(st.since), st.fromSince, st.reading)
+	}
+	p := IncidentParams{CacheMinCalls: 1}
+	t0 := time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)
+	var checked int
+	for n := 1; n <= 5; n++ {
+		for code := 0; code < 1<<(2*n); code++ {
+			spans := make([]cacheSpan, n)
+			for i := range spans {
+				h := cacheHour{at: t0.Add(time.Duration(i) * time.Hour), cacheSums: kinds[code>>(2*i)&3]}
+				h.cost, h.nocache = 10*h.calls+int64(i), 8*h.calls
+				spans[i] = spanOf(h)
+			}
+			for i := 0; i < n; i++ {
+				for j := i + 1; j <= n; j++ {
+					joined := slices.Concat(spans[:i], []cacheSpan{joinSpans(spans[i:j])})
+					if got, want := state(stateOf(slices.Concat(joined, spans[j:]))), state(stateOf(spans)); got != want {
+						t.Errorf("%v joined [%d, %d): state %s, want %s", spans, i, j, got, want)
+					}
+					got, _ := json.Marshal(cacheBreaks(joined, spans[j:], p))
+					want, _ := json.Marshal(cacheBreaks(spans[:j], spans[j:], p))
+					if string(got) != string(want) {
+						t.Errorf("%v joined [%d, %d): breaks after %s, want %s", spans, i, j, got, want)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 10_000 {
+		t.Fatalf("%d cases checked", checked)
 	}
 }
