@@ -178,35 +178,16 @@ type cacheState struct {
 	fromSince, reading cacheSums
 }
 
-// stateOf is the state after spans, in time order.
+// stateOf is the state after spans, in time order: their joined span's, except that a prefix
+// never read back is broken since its first hour, every call counted.
 func stateOf(spans []cacheSpan) cacheState {
-	var st cacheState
-	last := -1
-	for i := range spans {
-		if spans[i].lastRead != nil {
-			last = i
-		}
-		st.reading.add(spans[i].reading)
-	}
 	if len(spans) == 0 {
-		return st
+		return cacheState{}
 	}
-	from := 0
-	if last < 0 {
-		// Never read back: broken since its first hour, every call counted.
-		st.since = &spans[0].at
-		st.fromSince = spans[0].all
-	} else {
-		st.lastRead = spans[last].lastRead
-		from = slices.IndexFunc(spans[last:], func(sp cacheSpan) bool { return sp.since != nil })
-		if from < 0 {
-			return st
-		}
-		from += last
-		st.since, st.fromSince = spans[from].since, spans[from].fromSince
-	}
-	for _, sp := range spans[from+1:] {
-		st.fromSince.add(sp.all)
+	j := joinSpans(spans)
+	st := cacheState{lastRead: j.lastRead, since: j.since, fromSince: j.fromSince, reading: j.reading}
+	if j.lastRead == nil {
+		st.since, st.fromSince = &spans[0].at, j.all
 	}
 	return st
 }
