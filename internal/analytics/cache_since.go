@@ -281,7 +281,7 @@ func joinSpans(spans []cacheSpan) cacheSpan {
 	return j
 }
 
-// prefixSpanKey is one read of whole local days' summaries kept between reads: the project,
+// prefixSpanKey is one read of local days' summaries kept between reads: the project,
 // whether per hash, the names f selects by (service, operation, provider, model), and the first
 // and end day.
 type prefixSpanKey struct {
@@ -300,11 +300,11 @@ type prefixSpanKey struct {
 // rollup_cache_hourly. The incidents need the models only: with the hashes their hours took about
 // a third longer (docs/performance.md).
 //
-// The whole days before today, summed to their end, change only when summed again, so their
-// prefixes are kept added up (s.prefixes) as of those days' versions: adding up a week's
-// summaries, 50,000 rows at 10,000 tenants, took most of the cache report's time in Go. A read
-// then adds today's rows and hours into copies of the prefixes they touch; the others it shares
-// with the kept ones and does not change.
+// A day's summaries change only when it is summed again (today's about once an hour), so the
+// summed days' prefixes are kept added up (s.prefixes) as of those days' versions: adding up a
+// week's summaries, 50,000 rows at 10,000 tenants, took most of the cache report's time in Go. A
+// read then adds the hours after them into copies of the prefixes they touch; the others it
+// shares with the kept ones and does not change.
 func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo time.Time, perHash bool) (map[sinceKey]*cachePrefix, error) {
 	var days []string
 	if to.Before(sumTo) {
@@ -387,21 +387,19 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 	return out, nil
 }
 
-// keptSpan is the prefixes of a run of whole days, added up, and how many days they cover.
+// keptSpan is the prefixes of a run of summed days, added up, and how many days they cover.
 type keptSpan struct {
 	value map[sinceKey]*cachePrefix
 	days  int
 }
 
-// keptPrefixes gives the prefixes of the first days of sums (in time order) that are whole days
-// before today, summed to their end, one after the other: kept in s.prefixes as of their versions,
+// keptPrefixes gives the prefixes of the first days of sums (in time order) that follow one
+// another (today's among them, summed up to its through): kept in s.prefixes as of their versions,
 // or added up from their summaries (cacheDays) and kept. Their spans are in time order and their
 // models count their hashes.
 func (s *Service) keptPrefixes(q queryFunc, f Filter, perHash bool, sums []summed) (keptSpan, error) {
-	today := dateOf(s.now(), s.tz)
 	n := 0
-	for n < len(sums) && sums[n].day.before(today) && sums[n].hi.Equal(sums[n].day.addDays(1).start(s.tz)) &&
-		(n == 0 || sums[n].day == sums[n-1].day.addDays(1)) {
+	for n < len(sums) && (n == 0 || sums[n].day == sums[n-1].day.addDays(1)) {
 		n++
 	}
 	if n == 0 {
