@@ -134,7 +134,7 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	}
 	for i := range out {
 		r := &out[i]
-		b, ok := since[sinceKey{cacheKey{r.Service, r.Operation, r.Provider, r.Model, r.Fallback}, hashOrder(*r)}]
+		b, ok := since[sinceKey{cacheKey{r.Service, r.Operation, r.Provider, r.Model, r.Fallback}, hashOrder(r)}]
 		r.Broken = ok && b.writes >= int64(minCalls)
 		if r.Broken {
 			since := b.since.In(s.tz)
@@ -142,8 +142,18 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 			r.Explanation = explain(r)
 		}
 	}
-	slices.SortFunc(out, compareCacheRows)
-	return out, nil
+	// Sorted by reference, then copied once in order: thousands of rows of some 300 bytes each
+	// cost the sort more in moving them than in comparing them.
+	order := make([]*CacheRow, len(out))
+	for i := range out {
+		order[i] = &out[i]
+	}
+	slices.SortFunc(order, compareCacheRows)
+	sorted := make([]CacheRow, len(out))
+	for i, r := range order {
+		sorted[i] = *r
+	}
+	return sorted, nil
 }
 
 // cacheScan is one row of the report before it is priced: a model's (cacheModels) or a hash's
@@ -209,7 +219,7 @@ func explain(r *CacheRow) string {
 }
 
 // compareCacheRows puts broken rows first, then the largest losses, then the busiest rows.
-func compareCacheRows(a, b CacheRow) int {
+func compareCacheRows(a, b *CacheRow) int {
 	if a.Broken != b.Broken {
 		if a.Broken {
 			return -1
@@ -227,7 +237,7 @@ func compareCacheRows(a, b CacheRow) int {
 		cmp.Compare(boolInt(a.Fallback), boolInt(b.Fallback)), strings.Compare(hashOrder(a), hashOrder(b)))
 }
 
-func savingsOrder(r CacheRow) int64 {
+func savingsOrder(r *CacheRow) int64 {
 	if r.SavingsUSD == nil {
 		return 1 << 62
 	}
@@ -235,7 +245,7 @@ func savingsOrder(r CacheRow) int64 {
 }
 
 // hashOrder puts the aggregate row (no hash) before the rows of its hashes, which are never "".
-func hashOrder(r CacheRow) string {
+func hashOrder(r *CacheRow) string {
 	if r.PromptHash == nil {
 		return ""
 	}

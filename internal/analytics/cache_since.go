@@ -523,32 +523,29 @@ func (s *Service) cacheHours(q queryFunc, f Filter, args pgx.NamedArgs, prefix f
 	if err != nil {
 		return fmt.Errorf("cache hours: %w", err)
 	}
-	// The shapes of one model (the same names) added up, those f selects.
-	byName := map[sinceKey]*read{}
+	// The shapes of one model (the same names) added up into its prefix, those f selects; their
+	// hours merged by hour (byHour) into the prefix's spans.
+	hours := map[*cachePrefix][]cacheHour{}
 	for k, r := range byID {
 		key, ok := names[k.shape]
 		if !ok || !f.selects(key) {
 			continue
 		}
 		key.fallback = k.fallback
-		m := byName[sinceKey{key: key, hash: k.hash}]
-		if m == nil {
-			byName[sinceKey{key: key, hash: k.hash}] = r
-			continue
-		}
-		m.hours, m.singleUse = append(m.hours, r.hours...), m.singleUse+r.singleUse
-		for i, v := range r.sums {
-			m.sums[i] += v
-		}
-	}
-	for k, r := range byName {
-		p := prefix(k)
-		for _, h := range byHour(r.hours) {
-			p.spans = append(p.spans, spanOf(h))
+		p := prefix(sinceKey{key: key, hash: k.hash})
+		if hs, ok := hours[p]; ok {
+			hours[p] = append(hs, r.hours...)
+		} else {
+			hours[p] = r.hours
 		}
 		p.singleUse += r.singleUse
 		for i, v := range r.sums {
 			p.sums[i] += v
+		}
+	}
+	for p, hs := range hours {
+		for _, h := range byHour(hs) {
+			p.spans = append(p.spans, spanOf(h))
 		}
 	}
 	return nil
