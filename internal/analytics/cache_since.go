@@ -242,13 +242,47 @@ type cachePrefix struct {
 	kept bool
 }
 
-// clone is a copy of p that shares nothing with it, with room for extra more spans.
-func (p *cachePrefix) clone(extra int) *cachePrefix {
-	c := *p
-	c.kept = false
-	c.spans = append(make([]cacheSpan, 0, len(p.spans)+extra), p.spans...)
-	c.sums = slices.Clone(p.sums)
-	return &c
+// prefixSet adds up prefixes into m: a kept one is copied the first time it is added to, and the
+// hashes that get prefixes of their own are counted per model as they are added (a kept model's
+// count covers the kept hashes already).
+type prefixSet struct {
+	m     map[sinceKey]*cachePrefix
+	added map[cacheKey]int64
+}
+
+// get finds k's prefix to add to.
+func (ps *prefixSet) get(k sinceKey) *cachePrefix {
+	p := ps.m[k]
+	switch {
+	case p == nil:
+		p = &cachePrefix{}
+		if k.hash != "" {
+			p.sums = make([]int64, len(cacheCols))
+			ps.added[k.key]++
+		}
+	case !p.kept:
+		return p
+	default:
+		c := *p
+		c.kept = false
+		c.spans = append(make([]cacheSpan, 0, len(p.spans)+2), p.spans...)
+		c.sums = slices.Clone(p.sums)
+		p = &c
+	}
+	ps.m[k] = p
+	return p
+}
+
+// finish adds the hashes counted to their models and puts the spans added to in time order.
+func (ps *prefixSet) finish() {
+	for k, n := range ps.added {
+		ps.get(sinceKey{key: k}).hashes += n
+	}
+	for _, p := range ps.m {
+		if !p.kept {
+			slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
+		}
+	}
 }
 
 // joinSpans is the one span that stands for spans (in time order, at least one) wherever they
@@ -315,24 +349,7 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		days = append(days, d.String())
 	}
 	args := pgx.NamedArgs{"project": f.ProjectID, "per_hash": perHash, "days": days}
-	var out map[sinceKey]*cachePrefix
-	// prefix finds k's prefix to add to: a copy of a kept one the first time.
-	prefix := func(k sinceKey) *cachePrefix {
-		p := out[k]
-		switch {
-		case p == nil:
-			p = &cachePrefix{}
-			if k.hash != "" {
-				p.sums = make([]int64, len(cacheCols))
-			}
-		case !p.kept:
-			return p
-		default:
-			p = p.clone(2)
-		}
-		out[k] = p
-		return p
-	}
+	ps := prefixSet{added: map[cacheKey]int64{}}
 	err := s.readSnapshot(ctx, func(q queryFunc) error {
 		// The hours not summed: the range less each summed day up to its through [lo, hi).
 		var (
@@ -368,23 +385,18 @@ func (s *Service) cachePrefixes(ctx context.Context, f Filter, from, to, sumTo t
 		if err != nil {
 			return err
 		}
-		out = make(map[sinceKey]*cachePrefix, len(kept.value)+len(kept.value)/8)
-		maps.Copy(out, kept.value)
-		if err := s.cacheHours(q, f, args, prefix); err != nil {
+		ps.m = make(map[sinceKey]*cachePrefix, len(kept.value)+len(kept.value)/8)
+		maps.Copy(ps.m, kept.value)
+		if err := s.cacheHours(q, f, args, ps.get); err != nil {
 			return err
 		}
-		return s.cacheDays(q, f, perHash, sums[kept.days:], prefix)
+		return s.cacheDays(q, f, perHash, sums[kept.days:], ps.get)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache prefixes: %w", err)
 	}
-	for _, p := range out {
-		if !p.kept {
-			slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
-		}
-	}
-	countHashes(out, prefix)
-	return out, nil
+	ps.finish()
+	return ps.m, nil
 }
 
 // keptSpan is the prefixes of a run of summed days, added up, and how many days they cover.
@@ -415,47 +427,16 @@ func (s *Service) keptPrefixes(q queryFunc, f Filter, perHash bool, sums []summe
 	if m, ok := s.prefixes.get(key, versions); ok {
 		return keptSpan{value: m, days: n}, nil
 	}
-	m := map[sinceKey]*cachePrefix{}
-	prefix := func(k sinceKey) *cachePrefix {
-		p := m[k]
-		if p == nil {
-			p = &cachePrefix{}
-			if k.hash != "" {
-				p.sums = make([]int64, len(cacheCols))
-			}
-			m[k] = p
-		}
-		return p
-	}
-	if err := s.cacheDays(q, f, perHash, sums[:n], prefix); err != nil {
+	ps := prefixSet{m: map[sinceKey]*cachePrefix{}, added: map[cacheKey]int64{}}
+	if err := s.cacheDays(q, f, perHash, sums[:n], ps.get); err != nil {
 		return keptSpan{}, err
 	}
-	for _, p := range m {
-		slices.SortFunc(p.spans, func(a, b cacheSpan) int { return a.at.Compare(b.at) })
-		p.spans = []cacheSpan{joinSpans(p.spans)}
+	ps.finish()
+	for _, p := range ps.m {
+		p.spans, p.kept = []cacheSpan{joinSpans(p.spans)}, true
 	}
-	countHashes(m, prefix)
-	for _, p := range m {
-		p.kept = true
-	}
-	s.prefixes.put(key, versions, m, len(m))
-	return keptSpan{value: m, days: n}, nil
-}
-
-// countHashes sets each model's count of the distinct hashes of m that have prefixes of their
-// own, through prefix (which adds a model without one, and copies a kept one it changes).
-func countHashes(m map[sinceKey]*cachePrefix, prefix func(sinceKey) *cachePrefix) {
-	counts := map[cacheKey]int64{}
-	for k := range m {
-		if k.hash != "" {
-			counts[k.key]++
-		}
-	}
-	for k, n := range counts {
-		if p := m[sinceKey{key: k}]; p == nil || p.hashes != n {
-			prefix(sinceKey{key: k}).hashes = n
-		}
-	}
+	s.prefixes.put(key, versions, ps.m, len(ps.m))
+	return keptSpan{value: ps.m, days: n}, nil
 }
 
 // cacheHours reads the hours of cacheRowsSQL into the prefixes (prefix finds or adds one) of the
