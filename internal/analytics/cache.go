@@ -102,13 +102,10 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	}
 	// The models' totals (from the main rollups), and the hashes and when each prefix broke (from
 	// the cache rollup), are read at once, on two connections.
-	var (
-		models, hashes []cacheScan
-		since          map[sinceKey]brokenSince
-	)
+	var models, hashes []cacheScan
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
-		hashes, since, err = s.cacheWeek(ectx, f, from, to, minCalls)
+		hashes, err = s.cacheWeek(ectx, f, from, to, minCalls)
 		return err
 	})
 	eg.Go(func() (err error) {
@@ -119,26 +116,26 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return nil, err
 	}
 
+	// The rows, each with when its prefix broke (since[i] of out[i], nil when it did not).
 	out := make([]CacheRow, 0, len(models)+len(hashes))
-	byModel := map[cacheKey]int{}
+	since := make([]*brokenSince, 0, cap(out))
+	byModel := make(map[cacheKey]int, len(models))
 	for _, m := range models {
 		byModel[m.key] = len(out)
-		out = append(out, m.row())
+		out, since = append(out, m.row()), append(since, nil)
 	}
 	for _, h := range hashes {
 		if h.hash != nil {
-			out = append(out, h.row())
+			out, since = append(out, h.row()), append(since, h.since)
 		} else if i, ok := byModel[h.key]; ok {
 			out[i].PromptHashes, out[i].SingleUseHashes = h.hashes, h.singleUse
+			since[i] = h.since
 		}
 	}
-	for i := range out {
-		r := &out[i]
-		b, ok := since[sinceKey{cacheKey{r.Service, r.Operation, r.Provider, r.Model, r.Fallback}, hashOrder(r)}]
-		r.Broken = ok && b.writes >= int64(minCalls)
-		if r.Broken {
-			since := b.since.In(s.tz)
-			r.BrokenSince, r.ExtraCostUSD, r.readUntil = &since, b.extra(), b.lastRead
+	for i, b := range since {
+		if r := &out[i]; b != nil && b.writes >= int64(minCalls) {
+			at := b.since.In(s.tz)
+			r.Broken, r.BrokenSince, r.ExtraCostUSD, r.readUntil = true, &at, b.extra(), b.lastRead
 			r.Explanation = explain(r)
 		}
 	}
@@ -163,6 +160,8 @@ type cacheScan struct {
 	hash              *string
 	hashes, singleUse int64
 	n                 []int64 // the columns of cacheCols
+	// since is when the prefix broke (cacheWeek's rows only), nil when it did not.
+	since *brokenSince
 }
 
 // The columns of cacheCols a cache row reads, by position.

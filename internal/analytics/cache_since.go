@@ -545,27 +545,30 @@ func (f Filter) selects(k cacheKey) bool {
 
 // cacheWeek gives the report's hash rows (the prompt hashes with at least minCalls calls, and per
 // model, hash nil, how many distinct hashes it saw and how many of them were used once in their
-// month: see cacheScan) and when each prefix broke, from the prefixes of f's range [from, to).
-func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, minCalls int) ([]cacheScan, map[sinceKey]brokenSince, error) {
+// month: see cacheScan), each with when its prefix broke, from the prefixes of f's range [from,
+// to). The hashes with fewer calls get no row, so their breaks are not looked for.
+func (s *Service) cacheWeek(ctx context.Context, f Filter, from, to time.Time, minCalls int) ([]cacheScan, error) {
 	prefixes, err := s.cachePrefixes(ctx, f, from, to, to, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var hashes []cacheScan
-	since := map[sinceKey]brokenSince{}
 	for k, p := range prefixes {
+		var c cacheScan
 		if k.hash == "" {
-			hashes = append(hashes, cacheScan{key: k.key, hashes: p.hashes + p.singleUse, singleUse: p.singleUse,
-				n: make([]int64, len(cacheCols))})
+			c = cacheScan{key: k.key, hashes: p.hashes + p.singleUse, singleUse: p.singleUse}
 		} else if p.sums[kCalls] >= int64(minCalls) {
 			hash := k.hash
-			hashes = append(hashes, cacheScan{key: k.key, hash: &hash, n: p.sums})
+			c = cacheScan{key: k.key, hash: &hash, n: p.sums}
+		} else {
+			continue
 		}
 		if b, ok := sinceOf(p.spans); ok {
-			since[k] = b
+			c.since = &b
 		}
+		hashes = append(hashes, c)
 	}
-	return hashes, since, nil
+	return hashes, nil
 }
 
 // sinceKey identifies a prefix: a model's cache use (hash "") or one prompt_hash of it.
