@@ -78,6 +78,12 @@ func (n Nanos) MarshalText() ([]byte, error) {
 	return n.appendTo(nil), nil
 }
 
+// AppendText appends n as MarshalText writes it (encoding.TextAppender), for writers of JSON that
+// build their output without reflection.
+func (n Nanos) AppendText(b []byte) ([]byte, error) {
+	return n.appendTo(b), nil
+}
+
 // appendTo appends String's form of n to b.
 func (n Nanos) appendTo(b []byte) []byte {
 	u := uint64(n)

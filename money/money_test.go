@@ -53,6 +53,10 @@ func TestString(t *testing.T) {
 		if got := c.in.String(); got != c.want {
 			t.Errorf("Nanos(%d).String() = %q, want %q", int64(c.in), got, c.want)
 		}
+		// AppendText appends the same after what the buffer holds.
+		if got, err := c.in.AppendText([]byte("x=")); err != nil || string(got) != "x="+c.want {
+			t.Errorf("Nanos(%d).AppendText = %q, %v, want %q", int64(c.in), got, err, "x="+c.want)
+		}
 		// In JSON an amount is a string, also through a pointer.
 		for _, v := range []any{c.in, &c.in} {
 			if got, err := json.Marshal(v); err != nil || string(got) != `"`+c.want+`"` {

@@ -160,8 +160,8 @@ func (s *Service) getCache(c echo.Context) error {
 	if rows == nil {
 		rows = []CacheRow{}
 	}
-	return c.JSON(http.StatusOK, CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls,
-		BrokenCaches: BrokenCaches(rows), Rows: rows})
+	a := CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls, BrokenCaches: BrokenCaches(rows), Rows: rows}
+	return c.JSONBlob(http.StatusOK, a.appendJSON(make([]byte, 0, 1024+768*len(rows))))
 }
 
 // paramErrors collects every bad parameter of a request, so that one answer names them all
