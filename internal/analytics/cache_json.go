@@ -45,22 +45,16 @@ func (a *CacheAnswer) appendJSON(b []byte) []byte {
 
 // appendJSON appends r as encoding/json writes it.
 func (r *CacheRow) appendJSON(b []byte) []byte {
-	b = append(b, `{"service":`...)
-	b = appendString(b, r.Service)
-	b = append(b, `,"operation":`...)
-	b = appendString(b, r.Operation)
-	b = append(b, `,"provider":`...)
-	b = appendString(b, r.Provider)
-	b = append(b, `,"model":`...)
-	b = appendString(b, r.Model)
+	for _, f := range [...]struct{ name, v string }{
+		{`{"service":`, r.Service}, {`,"operation":`, r.Operation}, {`,"provider":`, r.Provider}, {`,"model":`, r.Model},
+	} {
+		b = append(b, f.name...)
+		b = appendString(b, f.v)
+	}
 	b = append(b, `,"fallback":`...)
 	b = strconv.AppendBool(b, r.Fallback)
 	b = append(b, `,"prompt_hash":`...)
-	if r.PromptHash == nil {
-		b = append(b, "null"...)
-	} else {
-		b = appendString(b, *r.PromptHash)
-	}
+	b = appendOrNull(b, r.PromptHash, appendString)
 	for _, f := range [...]struct {
 		name string
 		v    int64
@@ -74,29 +68,21 @@ func (r *CacheRow) appendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, f.v, 10)
 	}
 	b = append(b, `,"hit_ratio":`...)
-	if r.HitRatio == nil {
-		b = append(b, "null"...)
-	} else {
-		b = appendFloat(b, *r.HitRatio)
-	}
+	b = appendOrNull(b, r.HitRatio, appendFloat)
 	b = append(b, `,"cost_usd":`...)
-	b = appendNanos(b, r.CostUSD)
+	b = appendOrNull(b, r.CostUSD, appendNanos)
 	b = append(b, `,"nocache_cost_usd":`...)
-	b = appendNanos(b, r.NoCacheCostUSD)
+	b = appendOrNull(b, r.NoCacheCostUSD, appendNanos)
 	b = append(b, `,"savings_usd":`...)
-	b = appendNanos(b, r.SavingsUSD)
+	b = appendOrNull(b, r.SavingsUSD, appendNanos)
 	b = append(b, `,"unpriced_calls":`...)
 	b = strconv.AppendInt(b, r.UnpricedCalls, 10)
 	b = append(b, `,"broken":`...)
 	b = strconv.AppendBool(b, r.Broken)
 	b = append(b, `,"broken_since":`...)
-	if r.BrokenSince == nil {
-		b = append(b, "null"...)
-	} else {
-		b = appendTime(b, *r.BrokenSince)
-	}
+	b = appendOrNull(b, r.BrokenSince, appendTime)
 	b = append(b, `,"extra_cost_usd":`...)
-	b = appendNanos(b, r.ExtraCostUSD)
+	b = appendOrNull(b, r.ExtraCostUSD, appendNanos)
 	if r.Explanation != "" {
 		b = append(b, `,"explanation":`...)
 		b = appendString(b, r.Explanation)
@@ -104,11 +90,16 @@ func (r *CacheRow) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendNanos appends an amount as a JSON string (money.Nanos.MarshalText), null for none.
-func appendNanos(b []byte, n *money.Nanos) []byte {
-	if n == nil {
+// appendOrNull appends null for a nil v, else *v as put writes it.
+func appendOrNull[T any](b []byte, v *T, put func([]byte, T) []byte) []byte {
+	if v == nil {
 		return append(b, "null"...)
 	}
+	return put(b, *v)
+}
+
+// appendNanos appends an amount as a JSON string (money.Nanos.MarshalText).
+func appendNanos(b []byte, n money.Nanos) []byte {
 	b = append(b, '"')
 	b, _ = n.AppendText(b)
 	return append(b, '"')
