@@ -116,27 +116,28 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return nil, err
 	}
 
-	// The rows, each with when its prefix broke (since[i] of out[i], nil when it did not).
-	out := make([]CacheRow, 0, len(models)+len(hashes))
-	since := make([]*brokenSince, 0, cap(out))
-	byModel := make(map[cacheKey]int, len(models))
-	for _, m := range models {
-		byModel[m.key] = len(out)
-		out, since = append(out, m.row()), append(since, nil)
-	}
-	for _, h := range hashes {
-		if h.hash != nil {
-			out, since = append(out, h.row()), append(since, h.since)
-		} else if i, ok := byModel[h.key]; ok {
-			out[i].PromptHashes, out[i].SingleUseHashes = h.hashes, h.singleUse
-			since[i] = h.since
-		}
-	}
-	for i, b := range since {
-		if r := &out[i]; b != nil && b.writes >= int64(minCalls) {
+	// broke marks r broken when its prefix broke (b, nil when it did not) with enough writes since;
+	// the row's hash counts are set before, as its explanation reads them.
+	broke := func(r *CacheRow, b *brokenSince) {
+		if b != nil && b.writes >= int64(minCalls) {
 			at := b.since.In(s.tz)
 			r.Broken, r.BrokenSince, r.ExtraCostUSD, r.readUntil = true, &at, b.extra(), b.lastRead
 			r.Explanation = explain(r)
+		}
+	}
+	out := make([]CacheRow, 0, len(models)+len(hashes))
+	byModel := make(map[cacheKey]int, len(models))
+	for _, m := range models {
+		byModel[m.key] = len(out)
+		out = append(out, m.row())
+	}
+	for _, h := range hashes {
+		if h.hash != nil {
+			out = append(out, h.row())
+			broke(&out[len(out)-1], h.since)
+		} else if i, ok := byModel[h.key]; ok {
+			out[i].PromptHashes, out[i].SingleUseHashes = h.hashes, h.singleUse
+			broke(&out[i], h.since)
 		}
 	}
 	// Sorted by reference, then copied once in order: thousands of rows of some 300 bytes each

@@ -135,7 +135,7 @@ func BenchmarkCacheAnswerJSON(b *testing.B) {
 	})
 	b.Run("append", func(b *testing.B) {
 		for b.Loop() {
-			a.appendJSON(make([]byte, 0, 1024+768*len(a.Rows)))
+			a.encode()
 		}
 	})
 }

@@ -161,8 +161,7 @@ func (s *Service) getCache(c echo.Context) error {
 		rows = []CacheRow{}
 	}
 	a := CacheAnswer{From: f.From.In(s.tz), To: f.To.In(s.tz), MinCalls: minCalls, BrokenCaches: BrokenCaches(rows), Rows: rows}
-	// A row takes some 700 bytes with its explanation: the answer is written into one buffer.
-	return c.JSONBlob(http.StatusOK, a.appendJSON(make([]byte, 0, 1024+768*len(rows))))
+	return c.JSONBlob(http.StatusOK, a.encode())
 }
 
 // paramErrors collects every bad parameter of a request, so that one answer names them all
