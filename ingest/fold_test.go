@@ -2,10 +2,12 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -335,6 +337,62 @@ func TestFoldDrainsBacklog(t *testing.T) {
 	// Each chunk takes up to 10 rows of each of the three pending tables.
 	if chunks := counter(t, reg, "ledgerd_rollup_fold_chunks_total"); chunks < float64(backlog/30) {
 		t.Errorf("%v chunks folded a backlog of %d rows, want at least %d", chunks, backlog, backlog/30)
+	}
+}
+
+// TestFoldNotesLoadDays checks that a fold chunk that adds only load deltas (the hourly ones all
+// folded before) writes again the row of rollup_days of their day: the incidents keep a past
+// day's minutes as of that row (internal/analytics).
+func TestFoldNotesLoadDays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, w, p := foldLedger(t, time.Hour, prometheus.NewRegistry())
+	// A call in each minute of one past hour: a pending hourly row or a few, and 60 load rows.
+	at := time.Date(2026, 10, 5, 10, 0, 0, 0, time.UTC)
+	var recs []schema.Attempt
+	for m := range 60 {
+		recs = append(recs, attempt(fmt.Sprintf("m%d", m), at.Add(time.Duration(m)*time.Minute), 1, schema.StatusOK))
+	}
+	if _, err := w.Submit(ctx, p, recs); err != nil {
+		t.Fatal(err)
+	}
+	// state is the xmin of the day's row of rollup_days (0: none) and the rows pending in the
+	// hourly and load tables.
+	state := func() (xmin, hourly, load int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT coalesce((SELECT xmin::text::int8 FROM rollup_days WHERE project_id = $1
+			AND bucket = '2026-10-05'), 0), (SELECT count(*) FROM pending_rollup_hourly), (SELECT count(*) FROM pending_load_minute)`, p).
+			Scan(&xmin, &hourly, &load); err != nil {
+			t.Fatal(err)
+		}
+		return xmin, hourly, load
+	}
+	// chunk folds up to 10 rows of each pending table after cur, in a transaction of its own.
+	chunk := func(cur rollup.Cursor) rollup.Cursor {
+		t.Helper()
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+			cur, _, err = rollup.FoldChunk(ctx, tx, cur, 10)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	loadOnly := 0
+	for cur := rollup.NewCursor(); !cur.Done(); {
+		xmin, hourly, load := state()
+		cur = chunk(cur)
+		after, _, left := state()
+		if left < load && after == xmin {
+			t.Errorf("a chunk folded %d load rows (%d hourly rows pending before it) and left the day's row of rollup_days as it was", load-left, hourly)
+		}
+		if left < load && hourly == 0 {
+			loadOnly++
+		}
+	}
+	if loadOnly < 3 {
+		t.Errorf("%d chunks folded load rows alone, want at least 3", loadOnly)
 	}
 }
 

@@ -1,9 +1,11 @@
 package rollup
 
-// The days of rollup_daily (migration 00041): rollup_days has a row per project and local day,
-// written again by every statement that changes the day's rows of rollup_daily (a fold, a
-// reprice, a rebuild), so a reader that keeps a day's sums between reads can tell by the row's
-// xmin whether they still hold.
+// The days of the rollups (migration 00041): rollup_days has a row per project and local day,
+// written again by every statement that changes the day's rows of rollup_daily, of the hourly
+// rollups or of the load rollup's minutes (a fold's first and load statements, a reprice, a
+// rebuild), so a reader that keeps a day's sums between reads can tell by the row's xmin whether
+// they still hold. A reprice notes the days of its daily deltas (TouchRepricedDaysSQL): its
+// hourly and minute deltas are of the same attempts.
 
 // touchDaysSQL writes again the rows of rollup_days of the project_id and bucket (a local date)
 // of rows (a FROM item), adding those not there, in key order as every writer locks them.

@@ -219,9 +219,9 @@ func headroomLower(l string) string {
 }
 
 // LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute and
-// rollup_model_minute, in one statement, under the fold lock, and records the minutes it touched in pending_load_touched
-// (migration 00034) for RaisePeaks; it returns how many rows it wrote, then the chunk's size and
-// last ctid. As the other folds, it reads the pending rows and deletes them in separate WITH items,
+// rollup_model_minute, in one statement, under the fold lock, records the minutes it touched in pending_load_touched
+// (migration 00034) for RaisePeaks, and writes the rows of rollup_days of their local days (days.go);
+// it returns how many rows it wrote, then the chunk's size and last ctid. As the other folds, it reads the pending rows and deletes them in separate WITH items,
 // so both see the same rows. The day of each minute comes from the pending rows, counted when the
 // commit was.
 var LoadFoldSQL = func() string {
@@ -247,7 +247,7 @@ var LoadFoldSQL = func() string {
 		INSERT INTO pending_load_touched (project_id, bucket, day)
 		SELECT project_id, bucket, max(day) FROM pd GROUP BY 1, 2 ORDER BY 1, 2
 		ON CONFLICT DO NOTHING
-	)
+	), ud AS (`+touchDaysSQL("(SELECT project_id, day AS bucket FROM pd) d")+`)
 	SELECT (SELECT count(*) FROM u), `+pl.taken,
 		key, strings.Join(sums, ", "), strings.Join(lowestPairs(fromRollup), ", "), Ordinals(len(LoadKey)),
 		strings.Join(LoadCols, ", "), strings.Join(set, ", "), strings.Join(ModelMinuteKey, ", "),
