@@ -75,6 +75,8 @@ type Service struct {
 	spans     keptReads[spanKey, map[gkey]*acc]
 	costs     keptReads[spanKey, map[string]int64]
 	recovered keptReads[recoveryKey, *int64]
+	hours     keptReads[keptDayKey, []modelHour]
+	minutes   keptReads[windowKey, []minuteRow]
 }
 
 // Options are what a Service reads and counts with.

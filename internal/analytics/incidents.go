@@ -173,10 +173,14 @@ func (s *Service) incidents(ctx context.Context, f Filter, p IncidentParams, ope
 	)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() (err error) {
-		if hours, err = s.modelHours(ectx, f.ProjectID, mFrom, mTo); err != nil {
+		days, err := s.incidentDays(ectx, f.ProjectID, mFrom, now)
+		if err != nil {
 			return err
 		}
-		models, err = s.modelIncidents(ectx, f.ProjectID, from, to, now, hours, p, open)
+		if hours, err = s.modelHours(ectx, f.ProjectID, mFrom, mTo, now, days); err != nil {
+			return err
+		}
+		models, err = s.modelIncidents(ectx, f.ProjectID, from, to, now, hours, days, p, open)
 		return err
 	})
 	eg.Go(func() (err error) {

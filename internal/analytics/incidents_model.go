@@ -20,16 +20,17 @@ import (
 // across models, by its own range scan of the rollup's key (OFFSET 0 keeps the planner from
 // flattening the spans into one scan of every minute): the models' windows overlap where an
 // outage hits several models at once, and scanning each model's windows apart read those minutes
-// once per model. Each window is joined to the rows of its span (@spans[i], from 1) and model only.
-const modelMinutesSQL = `SELECT r.bucket, r.provider, r.model, r.fallback, r.fallback_from,
+// once per model. Each window is joined to the rows of its span (@spans[i], from 1) and model only,
+// and its rows come together, in order of their minute, after its number (from 1).
+const modelMinutesSQL = `SELECT m.w, r.bucket, r.provider, r.model, r.fallback, r.fallback_from,
 		r.requests, r.calls, r.failed, r.answered, r.wasted_nanos, r.unpriced_attempts
 	FROM unnest(@los::timestamptz[], @his::timestamptz[]) WITH ORDINALITY w(lo, hi, span)
 	CROSS JOIN LATERAL (SELECT * FROM rollup_model_minute r WHERE r.project_id = @project AND r.bucket >= w.lo
 		AND r.bucket < w.hi OFFSET 0) r
-	JOIN unnest(@spans::int8[], @mlos::timestamptz[], @mhis::timestamptz[], @models::text[]) m(span, lo, hi, model)
+	JOIN unnest(@spans::int8[], @mlos::timestamptz[], @mhis::timestamptz[], @models::text[]) WITH ORDINALITY m(span, lo, hi, model, w)
 		ON m.span = w.span AND m.model = CASE WHEN r.fallback THEN r.fallback_from ELSE r.model END
 		AND r.bucket >= m.lo AND r.bucket < m.hi
-	ORDER BY 1`
+	ORDER BY 1, 2`
 
 // recoverySQL counts, for each ended incident i (the arrays @idx, @ends, @los, @his, @wends,
 // @providers, @models), per RecoveryWindow (@window seconds) from its end e, the logical calls of
@@ -55,14 +56,17 @@ const recoverySQL = `WITH c AS (
 		count(*) FILTER (WHERE answered < e + make_interval(secs => (win + 1) * @window + @reach))
 	FROM n GROUP BY 1, 2 ORDER BY 1, 2`
 
-// modelHoursSQL reads rollup_hourly_model over [@from, @to) per UTC hour, model, fallback flag
-// and the model a fallback stood in for: attempts, calls (first attempts), failed attempts (status
-// error), answers and the cost of the priced attempts. Only these five of its sums: the summary's
-// statement reads them all.
-const modelHoursSQL = `SELECT bucket, model, fallback, fallback_from, sum8(attempts), sum8(requests),
-		coalesce(sum8(attempts) FILTER (WHERE status = 'error'), 0), coalesce(sum8(attempts) FILTER (WHERE status = 'ok'), 0),
-		sum8(cost_nanos)
-	FROM rollup_hourly_model WHERE project_id = @project AND bucket >= @from AND bucket < @to
+// modelHoursSQL reads rollup_hourly_model over the ranges [@los[i], @his[i]) (which do not
+// overlap), each by its own range scan (OFFSET 0, as in modelMinutesSQL), per UTC hour, model,
+// fallback flag and the model a fallback stood in for: attempts, calls (first attempts), failed
+// attempts (status error), answers and the cost of the priced attempts. Only these five of its
+// sums: the summary's statement reads them all.
+const modelHoursSQL = `SELECT r.bucket, r.model, r.fallback, r.fallback_from, sum8(r.attempts), sum8(r.requests),
+		coalesce(sum8(r.attempts) FILTER (WHERE r.status = 'error'), 0), coalesce(sum8(r.attempts) FILTER (WHERE r.status = 'ok'), 0),
+		sum8(r.cost_nanos)
+	FROM unnest(@los::timestamptz[], @his::timestamptz[]) w(lo, hi)
+	CROSS JOIN LATERAL (SELECT * FROM rollup_hourly_model r WHERE r.project_id = @project AND r.bucket >= w.lo
+		AND r.bucket < w.hi OFFSET 0) r
 	GROUP BY 1, 2, 3, 4`
 
 // modelHour is a model's counts in one hour (Unix seconds): its own, or (fallback) those of a
@@ -73,26 +77,6 @@ type modelHour struct {
 	fallback                      bool
 	attempts, calls, failed, okay int64
 	cost                          money.Nanos
-}
-
-// modelHours reads the hours of [from, to) by model (modelHoursSQL): once for the incidents, whose
-// model and spend detection each take the hours of their own range (hoursIn).
-func (s *Service) modelHours(ctx context.Context, project int64, from, to time.Time) ([]modelHour, error) {
-	var (
-		out []modelHour
-		h   modelHour
-		at  time.Time
-	)
-	err := s.read(ctx, modelHoursSQL, map[string]any{"project": project, "from": from, "to": to},
-		[]any{&at, &h.model, &h.fallback, &h.fallbackFrom, &h.attempts, &h.calls, &h.failed, &h.okay, &h.cost}, func() error {
-			h.hour = at.Unix()
-			out = append(out, h)
-			return nil
-		})
-	if err != nil {
-		return nil, fmt.Errorf("incidents: model hours: %w", err)
-	}
-	return out, nil
 }
 
 // hoursIn is the hours of hours that start in [from, to).
@@ -264,7 +248,9 @@ func modelRange(from, to, now time.Time, p IncidentParams) (readFrom, readTo tim
 // modelIncidents detects the error spikes, retry storms and fallback surges that overlap
 // [from, to), from the models' hours of modelRange (hours may hold more) and the minutes of
 // their candidate windows; only those still open when open, whose recovery is not looked for.
-func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, hours []modelHour, p IncidentParams, open bool) ([]Incident, error) {
+// days are the versions of the local days it may read (incidentDays), read before the hours.
+func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, now time.Time, hours []modelHour, days map[date]int64,
+	p IncidentParams, open bool) ([]Incident, error) {
 	readFrom, readTo := modelRange(from, to, now, p)
 	windows, baseline := candidates(hoursIn(hours, readFrom, readTo), p)
 	for i := range windows {
@@ -275,51 +261,40 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 			windows[i].hi = readTo
 		}
 	}
+	// The minutes the windows overlap.
+	mlos, mhis, names := make([]time.Time, len(windows)), make([]time.Time, len(windows)), make([]string, len(windows))
+	for i, w := range windows {
+		mlos[i], mhis[i], names[i] = w.lo.Truncate(time.Minute), w.hi.Add(time.Minute-1).Truncate(time.Minute), w.model
+	}
+	rows, err := s.windowMinutes(ctx, project, mlos, mhis, names, now, days)
+	if err != nil {
+		return nil, err
+	}
 	minutes := map[modelKey]map[int64]*minuteCounts{}
 	providerOf := map[string]string{}
-	var (
-		at                   time.Time
-		provider, model, fbf string
-		fallback             bool
-		c                    minuteCounts
-	)
 	type fbRow struct {
 		minute int64
 		model  string
 		c      minuteCounts
 	}
 	var fbRows []fbRow
-	// The minutes the windows overlap, and the spans of them all.
-	mlos, mhis, names := make([]time.Time, len(windows)), make([]time.Time, len(windows)), make([]string, len(windows))
-	for i, w := range windows {
-		mlos[i], mhis[i], names[i] = w.lo.Truncate(time.Minute), w.hi.Add(time.Minute-1).Truncate(time.Minute), w.model
-	}
-	los, his, spanOf := spans(mlos, mhis)
-	if len(windows) > 0 {
-		args := map[string]any{"project": project, "los": los, "his": his, "spans": spanOf, "mlos": mlos, "mhis": mhis,
-			"models": names}
-		err := s.read(ctx, modelMinutesSQL, args, []any{&at, &provider, &model, &fallback, &fbf,
-			&c.attempts, &c.calls, &c.failed, &c.ok, &c.wasted, &c.unpriced}, func() error {
-			m := at.Unix()
-			if fallback {
+	for _, window := range rows {
+		for _, r := range window {
+			if r.fallback {
 				// A fallback attempt counts for the model it stood in for, found below.
-				fbRows = append(fbRows, fbRow{m, fbf, minuteCounts{fbAttempts: c.attempts, fbOK: c.ok, fbWasted: c.wasted,
-					fbUnpriced: c.unpriced}})
-				return nil
+				fbRows = append(fbRows, fbRow{r.at, r.fallbackFrom, minuteCounts{fbAttempts: r.c.attempts, fbOK: r.c.ok,
+					fbWasted: r.c.wasted, fbUnpriced: r.c.unpriced}})
+				continue
 			}
-			providerOf[model] = provider
-			k := modelKey{provider, model}
+			providerOf[r.model] = r.provider
+			k := modelKey{r.provider, r.model}
 			if minutes[k] == nil {
 				minutes[k] = map[int64]*minuteCounts{}
 			}
-			if minutes[k][m] == nil {
-				minutes[k][m] = &minuteCounts{}
+			if minutes[k][r.at] == nil {
+				minutes[k][r.at] = &minuteCounts{}
 			}
-			minutes[k][m].add(c)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("incidents: %w", err)
+			minutes[k][r.at].add(r.c)
 		}
 	}
 	for _, r := range fbRows {
@@ -344,7 +319,7 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 			out = append(out, in)
 		}
 	}
-	if err := s.recoveries(ctx, project, out, now, p); err != nil {
+	if err := s.recoveries(ctx, project, out, now, days, p); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -433,34 +408,19 @@ func detectModel(k modelKey, byMinute map[int64]*minuteCounts, baseline float64,
 // attempt within RecoveryReach of its window, so the two reads decide each window alike.
 //
 // The recovery of an incident that ended more than RecoveryLimit and RecoveryReach before now is
-// kept (s.recovered) as of the versions of the local days its reads covered: their attempts change
-// only by a fold, which writes the days' rows of rollup_days. A month's incidents are then read
+// kept (s.recovered) as of the versions (read before) of the local days its reads covered: their
+// attempts change only by a fold, which writes the days' rows of rollup_days. A month's incidents are then read
 // once, where each read of the raw attempts after some hundred ends took most of their time.
-func (s *Service) recoveries(ctx context.Context, project int64, list []Incident, now time.Time, p IncidentParams) error {
-	var (
-		open   []int
-		lo, hi date
-	)
+func (s *Service) recoveries(ctx context.Context, project int64, list []Incident, now time.Time, versions map[date]int64, p IncidentParams) error {
+	var open []int
 	reach := p.RecoveryLimit + p.RecoveryReach
 	for i, in := range list {
-		if in.EndedAt == nil {
-			continue
-		}
-		open = append(open, i)
-		d0, d1 := dateOf(*in.EndedAt, s.tz), dateOf(in.EndedAt.Add(reach), s.tz).addDays(1)
-		if len(open) == 1 || d0.before(lo) {
-			lo = d0
-		}
-		if len(open) == 1 || hi.before(d1) {
-			hi = d1
+		if in.EndedAt != nil {
+			open = append(open, i)
 		}
 	}
 	if len(open) == 0 {
 		return nil
-	}
-	versions, err := s.dayVersions(ctx, project, lo, hi)
-	if err != nil {
-		return fmt.Errorf("incident recovery: %w", err)
 	}
 	// keyOf is the kept recovery of list[i] and the versions of its days; ok false when its
 	// recovery may still change as time passes.
@@ -482,6 +442,7 @@ func (s *Service) recoveries(ctx context.Context, project int64, list []Incident
 		read = append(read, i)
 	}
 	left := read
+	var err error
 	// The first read ends on a window's end, so that no window is split between the two.
 	first := min((p.RecoveryFirst + p.RecoveryWindow - 1).Truncate(p.RecoveryWindow), p.RecoveryLimit)
 	for _, span := range [][2]time.Duration{{0, first}, {first, p.RecoveryLimit}} {

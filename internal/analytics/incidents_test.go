@@ -3,6 +3,7 @@ package analytics_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -289,6 +290,69 @@ func TestIncidentRecoveryKept(t *testing.T) {
 		}
 		fail("ok")
 		l.add(p, newRec(day(2026, 10, 5, 4, time.UTC), "sonnet").tokens(100, 0).done())
+	}
+}
+
+// TestIncidentHoursKept checks that a Service keeps the models' hours and minutes of the days
+// before today while the rows of rollup_days of the days they fall in are not written again, in
+// Kolkata (+05:30), where the UTC hour 18:00 holds the end of one local day and the start of the
+// next: rollups changed behind its back go unseen (and are seen by a new Service), a late record
+// of another day changes nothing kept, and one of a day the hours or minutes fall in is seen.
+func TestIncidentHoursKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := mustZone(t, "Asia/Kolkata")
+	base := day(2026, 10, 5, 10, time.UTC)
+	l := newLedger(t, in)
+	p := l.project("acme")
+	l.add(p, outage(base, base.Add(10*time.Minute), func(time.Time, int) []attempt { return []attempt{{0, true}} })...)
+	now := day(2026, 10, 7, 12, time.UTC)
+	s := l.service(now)
+	// started lists when the incidents of the 5th (local) began, in UTC.
+	started := func(s *analytics.Service) string {
+		t.Helper()
+		got, err := s.Incidents(ctx, analytics.Filter{ProjectID: p, From: day(2026, 10, 5, 0, in), To: day(2026, 10, 6, 0, in)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, in := range got.Incidents {
+			out = append(out, in.Kind+" "+in.StartedAt.UTC().Format("15:04"))
+		}
+		return strings.Join(out, ", ")
+	}
+	behind := func(sql string) {
+		t.Helper()
+		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := func(at time.Time) { l.add(p, newRec(at, "haiku").tokens(100, 0).done()) }
+	for _, step := range []struct {
+		name string
+		do   func()
+		// want is what the Service answers after the step, fresh what a new one does.
+		want, fresh string
+	}{
+		{"first read", func() {}, "error_spike 10:00", "error_spike 10:00"},
+		{"the outage's first minutes gone behind its back", func() {
+			behind(`DELETE FROM rollup_model_minute WHERE project_id = $1 AND bucket >= '2026-10-05 10:00Z' AND bucket < '2026-10-05 10:05Z'`)
+		}, "error_spike 10:00", "error_spike 10:05"},
+		{"a late record of the 3rd", func() { late(day(2026, 10, 3, 12, time.UTC)) }, "error_spike 10:00", "error_spike 10:05"},
+		{"a late record of the 5th", func() { late(day(2026, 10, 5, 3, time.UTC)) }, "error_spike 10:05", "error_spike 10:05"},
+		{"the outage's failed hour gone behind its back", func() {
+			behind(`DELETE FROM rollup_hourly_model WHERE project_id = $1 AND bucket = '2026-10-05 10:00Z' AND status = 'error'`)
+		}, "error_spike 10:05", ""},
+		// 23:40 on the 4th in Kolkata, in the UTC hour 18:00 the 5th's hours begin with.
+		{"a late record of the 4th in the 5th's first hour", func() { late(day(2026, 10, 4, 18, time.UTC).Add(10 * time.Minute)) }, "", ""},
+	} {
+		step.do()
+		if got := started(s); got != step.want {
+			t.Errorf("%s: the Service answers %q, want %q", step.name, got, step.want)
+		}
+		if got := started(l.service(now)); got != step.fresh {
+			t.Errorf("%s: a new Service answers %q, want %q", step.name, got, step.fresh)
+		}
 	}
 }
 
