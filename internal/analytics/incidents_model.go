@@ -271,44 +271,34 @@ func (s *Service) modelIncidents(ctx context.Context, project int64, from, to, n
 		return nil, err
 	}
 	minutes := map[modelKey]map[int64]*minuteCounts{}
-	providerOf := map[string]string{}
-	type fbRow struct {
-		minute int64
-		model  string
-		c      minuteCounts
+	add := func(k modelKey, minute int64, c minuteCounts) {
+		if minutes[k] == nil {
+			minutes[k] = map[int64]*minuteCounts{}
+		}
+		if minutes[k][minute] == nil {
+			minutes[k][minute] = &minuteCounts{}
+		}
+		minutes[k][minute].add(c)
 	}
-	var fbRows []fbRow
+	providerOf := map[string]string{}
+	var fbRows []minuteRow
 	for _, window := range rows {
 		for _, r := range window {
 			if r.fallback {
 				// A fallback attempt counts for the model it stood in for, found below.
-				fbRows = append(fbRows, fbRow{r.at, r.fallbackFrom, minuteCounts{fbAttempts: r.c.attempts, fbOK: r.c.ok,
-					fbWasted: r.c.wasted, fbUnpriced: r.c.unpriced}})
+				fbRows = append(fbRows, r)
 				continue
 			}
 			providerOf[r.model] = r.provider
-			k := modelKey{r.provider, r.model}
-			if minutes[k] == nil {
-				minutes[k] = map[int64]*minuteCounts{}
-			}
-			if minutes[k][r.at] == nil {
-				minutes[k][r.at] = &minuteCounts{}
-			}
-			minutes[k][r.at].add(r.c)
+			add(modelKey{r.provider, r.model}, r.at, r.c)
 		}
 	}
 	for _, r := range fbRows {
-		if r.model == "" {
+		if r.fallbackFrom == "" {
 			continue
 		}
-		k := modelKey{providerOf[r.model], r.model}
-		if minutes[k] == nil {
-			minutes[k] = map[int64]*minuteCounts{}
-		}
-		if minutes[k][r.minute] == nil {
-			minutes[k][r.minute] = &minuteCounts{}
-		}
-		minutes[k][r.minute].add(r.c)
+		add(modelKey{providerOf[r.fallbackFrom], r.fallbackFrom}, r.at,
+			minuteCounts{fbAttempts: r.c.attempts, fbOK: r.c.ok, fbWasted: r.c.wasted, fbUnpriced: r.c.unpriced})
 	}
 	var out []Incident
 	for k, byMinute := range minutes {
