@@ -105,7 +105,7 @@ func (s *Service) getSummary(c echo.Context) error {
 	if err != nil {
 		return fail(err)
 	}
-	return c.JSON(http.StatusOK, sum)
+	return c.JSONBlob(http.StatusOK, sum.encode())
 }
 
 // parseTop reads the top parameter: how many groups, the costliest, a summary keeps (0: all).
