@@ -154,7 +154,8 @@ func (s *Service) modelHours(ctx context.Context, project int64, from, to, now t
 // (modelMinutesSQL), each window's rows in order of their minute. Those of a window that ends
 // before today (now's) are kept in s.minutes as of the versions of its days (days, read before);
 // only the windows not kept are read, in one statement.
-func (s *Service) windowMinutes(ctx context.Context, project int64, mlos, mhis []time.Time, names []string, now time.Time, days map[date]int64) ([][]minuteRow, error) {
+func (s *Service) windowMinutes(ctx context.Context, project int64, mlos, mhis []time.Time, names []string, now time.Time,
+	days map[date]int64) ([][]minuteRow, error) {
 	out := make([][]minuteRow, len(names))
 	var missing []int
 	keys := make([]windowKey, len(names))

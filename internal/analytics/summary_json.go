@@ -152,8 +152,9 @@ func (st *Stats) appendFields(b []byte) []byte {
 	b = appendInts(b, intField{`,"succeeded":`, st.Succeeded})
 	b = append(b, `,"cost_usd":`...)
 	b = appendOrNull(b, st.CostUSD, appendNanos)
-	b = appendInts(b, intField{`,"unpriced_attempts":`, st.UnpricedAttempts},
-		intField{`,"usage_unknown_attempts":`, st.UsageUnknownAttempts}, intField{`,"input_tokens":`, st.InputTokens}, intField{`,"output_tokens":`, st.OutputTokens},
+	b = appendInts(b,
+		intField{`,"unpriced_attempts":`, st.UnpricedAttempts}, intField{`,"usage_unknown_attempts":`, st.UsageUnknownAttempts},
+		intField{`,"input_tokens":`, st.InputTokens}, intField{`,"output_tokens":`, st.OutputTokens},
 		intField{`,"cache_write_tokens":`, st.CacheWriteTokens}, intField{`,"cache_write_1h_tokens":`, st.CacheWrite1hTokens},
 		intField{`,"cache_read_tokens":`, st.CacheReadTokens}, intField{`,"reasoning_tokens":`, st.ReasoningTokens})
 	b = append(b, `,"cache_hit_ratio":`...)
