@@ -75,7 +75,7 @@ type Service struct {
 	spans     keptReads[spanKey, map[gkey]*acc]
 	costs     keptReads[spanKey, map[string]int64]
 	recovered keptReads[recoveryKey, *int64]
-	hours     keptReads[keptDayKey, []modelHour]
+	hours     keptReads[keptDay, []modelHour]
 	minutes   keptReads[windowKey, []minuteRow]
 }
 

@@ -59,6 +59,7 @@ type keptDays[R any] struct {
 	clock uint64
 }
 
+// keptDay is a project's local day: what keptDays and the incidents' hours (s.hours) are kept by.
 type keptDay struct {
 	project int64
 	day     date

@@ -17,12 +17,6 @@ import (
 // candidate window that ends before today (s.minutes), with the xmins of the rows of the days they
 // fall in, read before the hours and minutes were.
 
-// keptDayKey is a project's local day.
-type keptDayKey struct {
-	project int64
-	day     date
-}
-
 // windowKey is the minutes of a model's window [lo, hi) (Unix seconds) of a project.
 type windowKey struct {
 	project int64
@@ -56,11 +50,7 @@ func (s *Service) spanVersions(lo, hi, now time.Time, days map[date]int64) ([]in
 	if !last.before(today) {
 		return nil, false
 	}
-	var vs []int64
-	for d := dateOf(lo, s.tz); !last.before(d); d = d.addDays(1) {
-		vs = append(vs, days[d])
-	}
-	return vs, true
+	return versionsOf(days, dateOf(lo, s.tz), last.addDays(1)), true
 }
 
 // hourDay is a local day's hours, as the incidents keep them: from the UTC hour its first instant
@@ -76,7 +66,7 @@ func (s *Service) hourDay(d date) (lo, hi time.Time) {
 // versions of its days (days, read before); only the hours not kept are read, in one statement.
 func (s *Service) modelHours(ctx context.Context, project int64, from, to, now time.Time, days map[date]int64) ([]modelHour, error) {
 	type dayPart struct {
-		key      keptDayKey
+		key      keptDay
 		lo, hi   time.Time
 		versions []int64
 		hours    []modelHour
@@ -92,7 +82,7 @@ func (s *Service) modelHours(ctx context.Context, project int64, from, to, now t
 		if lo.Before(from) {
 			continue
 		}
-		part := dayPart{key: keptDayKey{project, d}, lo: lo, hi: hi, versions: vs}
+		part := dayPart{key: keptDay{project, d}, lo: lo, hi: hi, versions: vs}
 		part.hours, part.kept = s.hours.get(part.key, vs)
 		parts = append(parts, part)
 	}

@@ -123,10 +123,7 @@ func readSpans[V any](ctx context.Context, s *Service, ks *keptReads[spanKey, V]
 	if err != nil {
 		return nil, err
 	}
-	var versions []int64
-	for d := key.from; d.before(key.to); d = d.addDays(1) {
-		versions = append(versions, days[d])
-	}
+	versions := versionsOf(days, key.from, key.to)
 
 	parts := make([]V, 2)
 	kept, ok := ks.get(key, versions)
@@ -165,6 +162,15 @@ func (s *Service) dayVersions(ctx context.Context, project int64, from, to date)
 		return err
 	})
 	return days, err
+}
+
+// versionsOf lists the versions (dayVersions' days) of the local days [from, to), in order.
+func versionsOf(days map[date]int64, from, to date) []int64 {
+	var vs []int64
+	for d := from; d.before(to); d = d.addDays(1) {
+		vs = append(vs, days[d])
+	}
+	return vs
 }
 
 // readDayVersions is dayVersions read with q, in a read's transaction.
