@@ -30,12 +30,16 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 }
 
 // foldSQL moves one chunk of the pending deltas into the rollups (see chunk: $1 is the last ctid
-// folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows per hour
-// and local day, deletes them, and adds those sums to rollup_hourly and the narrow hourly rollups,
-// and their sums per day to rollup_daily and, through each series' columns, to the narrow daily
-// rollups (noting their days in rollup_days: days.go); and its recent rows per 5 minutes to
-// rollup_minute5. The second folds the cache groups
-// and notes their local days (markCacheDaysSQL).
+// folded, $2 the chunk's size), in two statements. The first sums the chunk's hourly rows from
+// minutes_from on per 5 minutes (a5), deletes the chunk's rows, and adds a5 to rollup_minute5; a5
+// and the older rows summed per hour and local day (a) to rollup_hourly and the narrow hourly
+// rollups; and a's sums per day (b) to rollup_daily and, through each series' columns, to the
+// narrow daily rollups (noting their days in rollup_days: days.go). So each pending row's
+// histogram is merged once, into its 5 minutes or its hour: merges are most of a fold's time, and
+// summing the recent rows per hour and again per 5 minutes merged them twice. The older rows (a
+// backfill's) skip the 5 minutes: they seldom share them, and a second sum made a backfill's folds
+// slower. The second statement folds the cache groups and notes their local days
+// (markCacheDaysSQL).
 // Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
 // Every upsert goes in key order, as every fold locks rows in it.
 //
@@ -66,12 +70,11 @@ var foldSQL = func() [2]string {
 	// not once per rollup. rollup_hourly and rollup_daily sum the rows onto their series' shapes.
 	// rollup_hourly leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
-	// rollup_minute5 (minute.go) takes the buckets from minutes_from on, summed from the chunk's rows
-	// per 5 minutes (mn).
+	// rollup_minute5 (minute.go) takes the chunk's sums per 5 minutes from minutes_from on (mn).
 	steps := []string{
 		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA+" WHERE a.bucket >= "+PrunedBeforeSQL),
 		upsert("rollup_daily", Key, shapeSel, "b a "+seriesOfA),
-		upsert("rollup_minute5", Key, shapeSel, "mn a "+seriesOfA+" WHERE a.bucket >= "+MinutesFromSQL),
+		upsert("rollup_minute5", Key, shapeSel, "mn a "+seriesOfA),
 	}
 	narrowSel := func(d Narrow) []string {
 		return append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
@@ -97,14 +100,19 @@ var foldSQL = func() [2]string {
 	// The days of rollup_daily written are noted (days.go); not counted as rollup rows.
 	ctes = append(ctes, "ud AS ("+touchDaysSQL("b")+")")
 	ph := chunkOf("pending_rollup_hourly")
+	recent := "p.bucket + p.minute * interval '1 minute' >= " + MinutesFromSQL
 	rollups := fmt.Sprintf(`WITH `+ph.with+`
-	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` GROUP BY %[1]s),
+	a5 AS (SELECT %[1]s, minute, %[2]s, hist_sum(latency_hist) AS latency_hist FROM `+ph.from+` AND `+recent+`
+		GROUP BY %[1]s, minute),
+	a AS (SELECT %[1]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM (
+		SELECT %[1]s, %[5]s, latency_hist FROM a5
+		UNION ALL SELECT %[1]s, %[5]s, latency_hist FROM `+ph.from+` AND (`+recent+`) IS NOT TRUE) p GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
 	bt AS (SELECT b.project_id, b.bucket, s.tenant, b.fallback, b.status, b.error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM b `+JoinSeries("b")+` GROUP BY 1, 2, 3, 4, 5, 6),
 	mn AS (SELECT project_id, bucket + minute * interval '1 minute' AS bucket, series_id, fallback, status, error_class,
-		%[5]s, latency_hist FROM `+ph.from+` AND p.minute IS NOT NULL),
+		%[5]s, latency_hist FROM a5),
 	%[3]s
 	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(SummedAs(Cols(Sums)), ", "), strings.Join(ctes, ",\n\t"),
 		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "))
