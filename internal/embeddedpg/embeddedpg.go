@@ -283,6 +283,13 @@ func prepareDir(dir string) (string, error) {
 	return real, nil
 }
 
+// lockWait is how long lockDir tries again a lock held elsewhere before it reports ErrInUse. A lock
+// belongs to an open file, which a child forked by any goroutine of this process shares until it
+// execs: so a lock this process has just released can stay held for that moment, and a Stop
+// followed at once by a Start on the same directory (tests of the embedded server did) was
+// refused now and then.
+const lockWait = 200 * time.Millisecond
+
 // lockDir takes dir/postgres.lock for this process, recording its PID there. The kernel releases
 // the lock when the process exits, however it exits, so a killed ledgerd never blocks the next.
 func lockDir(dir string) (*os.File, error) {
@@ -291,7 +298,7 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockWithin(f, lockWait); err != nil {
 		holder, rerr := io.ReadAll(f)
 		err = fmt.Errorf("lock %s: %w", path, err)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -306,6 +313,19 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, errors.Join(fmt.Errorf("write lock file: %w", err), f.Close())
 	}
 	return f, nil
+}
+
+// flockWithin takes f's exclusive lock, trying again every few milliseconds while another open
+// file holds it, for up to wait.
+func flockWithin(f *os.File, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // prepare makes cmd run as the cluster's user, in the cluster directory, in its own process group

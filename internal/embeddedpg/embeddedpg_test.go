@@ -483,6 +483,56 @@ func helperCommand(t *testing.T, mode, dir string) *exec.Cmd {
 	return cmd
 }
 
+// TestLockOutlastsForkedCopy checks that lockDir waits out a lock this process has released but a
+// forked child still shares until it execs (a duplicate of the file stands in for the child's), and
+// still refuses one held for longer than lockWait.
+func TestLockOutlastsForkedCopy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		hold    time.Duration
+		refused bool
+	}{
+		{"released while waiting", lockWait / 4, false},
+		{"held past the wait", 3 * lockWait, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			first, err := lockDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			child, err := syscall.Dup(int(first.Fd()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+			released := time.AfterFunc(c.hold, func() { _ = syscall.Close(child) })
+			defer func() {
+				if released.Stop() {
+					_ = syscall.Close(child)
+				}
+			}()
+			second, err := lockDir(dir)
+			if c.refused {
+				if !errors.Is(err, ErrInUse) {
+					t.Fatalf("lockDir while a copy holds the lock for %v: %v, want ErrInUse", c.hold, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("lockDir while a copy holds the lock for %v: %v", c.hold, err)
+			}
+			if err := second.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestStartRefusesDirectoryInUse checks that a second Start on a directory whose server runs
 // fails with ErrInUse and leaves the running server alone.
 func TestStartRefusesDirectoryInUse(t *testing.T) {
