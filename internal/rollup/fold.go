@@ -37,9 +37,10 @@ func lockFold(ctx context.Context, tx pgx.Tx) error {
 // narrow daily rollups (noting their days in rollup_days: days.go). So each pending row's
 // histogram is merged once, into its 5 minutes or its hour: merges are most of a fold's time, and
 // summing the recent rows per hour and again per 5 minutes merged them twice. The older rows (a
-// backfill's) skip the 5 minutes: they seldom share them, and a second sum made a backfill's folds
-// slower. The second statement folds the cache groups and notes their local days
-// (markCacheDaysSQL).
+// backfill's) skip the 5 minutes: they seldom share them, so a pass per 5 minutes merges next to
+// nothing and only sorts them once more (summing every row per 5 minutes first made a week's
+// backfill fold 15% longer in one alternated run). The second statement folds the cache groups
+// and notes their local days (markCacheDaysSQL).
 // Each returns how many rollup rows it wrote, then the chunk's size and last ctid.
 // Every upsert goes in key order, as every fold locks rows in it.
 //

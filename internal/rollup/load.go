@@ -219,10 +219,11 @@ func headroomLower(l string) string {
 }
 
 // LoadFoldSQL moves one chunk of the pending load deltas (see chunk) into rollup_load_minute and
-// rollup_model_minute, in one statement, under the fold lock, records the minutes it touched in pending_load_touched
-// (migration 00034) for RaisePeaks, and writes the rows of rollup_days of their local days (days.go);
-// it returns how many rows it wrote, then the chunk's size and last ctid. As the other folds, it reads the pending rows and deletes them in separate WITH items,
-// so both see the same rows. The day of each minute comes from the pending rows, counted when the
+// rollup_model_minute, in one statement, under the fold lock; records the minutes it touched in
+// pending_load_touched (migration 00034) for RaisePeaks; and writes the rows of rollup_days of
+// their local days (days.go). It returns how many rows it wrote, then the chunk's size and last
+// ctid. As the other folds, it reads the pending rows and deletes them in separate WITH items, so
+// both see the same rows. The day of each minute comes from the pending rows, counted when the
 // commit was.
 var LoadFoldSQL = func() string {
 	sums, set := SummedAs(Cols(LoadSums)), addedSet(Cols(LoadSums))
