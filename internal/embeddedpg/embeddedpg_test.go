@@ -503,7 +503,14 @@ func TestLockOutlastsForkedCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The duplicate is close-on-exec, taken under ForkLock: a plain Dup would pass the
+			// lock on to every server that parallel tests start, for as long as it runs.
+			syscall.ForkLock.RLock()
 			child, err := syscall.Dup(int(first.Fd()))
+			if err == nil {
+				syscall.CloseOnExec(child)
+			}
+			syscall.ForkLock.RUnlock()
 			if err != nil {
 				t.Fatal(err)
 			}
