@@ -24,13 +24,13 @@ func (h *histogram) add(lo int, counts []int64) {
 		h.lo, h.counts = lo, append([]int64(nil), counts...)
 		return
 	}
-	if lo < h.lo {
-		grown := make([]int64, h.lo-lo+len(h.counts))
-		copy(grown[h.lo-lo:], h.counts)
-		h.lo, h.counts = lo, grown
-	}
-	if end := lo + len(counts) - h.lo; end > len(h.counts) {
-		h.counts = append(h.counts, make([]int64, end-len(h.counts))...)
+	// Grown at most once, to the union of both ranges: a month's histogram merged into a day's
+	// reaches past it on both sides.
+	end := max(lo+len(counts), h.lo+len(h.counts))
+	if first := min(lo, h.lo); first < h.lo || end > h.lo+len(h.counts) {
+		grown := make([]int64, end-first)
+		copy(grown[h.lo-first:], h.counts)
+		h.lo, h.counts = first, grown
 	}
 	for i, c := range counts {
 		h.counts[lo-h.lo+i] += c
@@ -102,11 +102,12 @@ func (h *histogram) total() int64 {
 	return n
 }
 
-// quantile returns the latency at per-mille q (500 for the median): the geometric midpoint of the
-// bucket holding the observation of nearest rank ceil(q·n/1000), within 2^(1/32)-1 < 2.2% of any
-// latency in that bucket. Bucket 0 (1 ms or less) reports 1. The histogram must not be empty.
-func (h *histogram) quantile(q int64) float64 {
-	n := h.total()
+// quantile returns the latency at per-mille q (500 for the median) of the histogram's n
+// observations (its total, which the caller adds up once for a group's three quantiles): the
+// geometric midpoint of the bucket holding the observation of nearest rank ceil(q·n/1000), within
+// 2^(1/32)-1 < 2.2% of any latency in that bucket. Bucket 0 (1 ms or less) reports 1. The
+// histogram must not be empty.
+func (h *histogram) quantile(q, n int64) float64 {
 	rank := max(1, (q*n+999)/1000)
 	var cum int64
 	for i, c := range h.counts {

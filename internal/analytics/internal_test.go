@@ -70,12 +70,19 @@ func TestHistogram(t *testing.T) {
 		t.Fatalf("merged histogram lo %d len %d total %d", h.lo, len(h.counts), h.total())
 	}
 	for _, c := range cases {
-		if got, want := h.quantile(c.q), math.Exp2((float64(c.want)-0.5)/16); got != want {
+		if got, want := h.quantile(c.q, h.total()), math.Exp2((float64(c.want)-0.5)/16); got != want {
 			t.Errorf("quantile %d‰ = %v, want bucket %d (%v)", c.q, got, c.want, want)
 		}
 	}
 	if bucketValue(0) != 1 {
 		t.Errorf("bucket 0 reports %v, want 1", bucketValue(0))
+	}
+	// A histogram that reaches past the merged one on both sides.
+	var w histogram
+	w.add(5, []int64{1, 1})
+	w.add(3, []int64{1, 0, 0, 0, 0, 2})
+	if w.lo != 3 || !slices.Equal(w.counts, []int64{1, 0, 1, 1, 0, 2}) {
+		t.Errorf("merged across both ends: lo %d counts %v, want lo 3 counts [1 0 1 1 0 2]", w.lo, w.counts)
 	}
 }
 

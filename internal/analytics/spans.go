@@ -215,15 +215,17 @@ func (s *Service) collectKept(ctx context.Context, g grouping, p plan, f Filter,
 	if err != nil {
 		return Summary{}, fmt.Errorf("summary: %w", err)
 	}
-	groups := map[gkey]*acc{}
-	for _, part := range parts {
-		for k, a := range part {
-			m := groups[k]
-			if m == nil {
-				m = &acc{}
-				groups[k] = m
+	// The span's groups are kept, so only read; the rest's are this read's own. The span is merged
+	// into the rest, and a group of the span alone is taken as it is (build only reads its groups).
+	groups := parts[0]
+	if len(parts) == 2 {
+		groups = parts[1]
+		for k, a := range parts[0] {
+			if m := groups[k]; m != nil {
+				m.merge(a)
+			} else {
+				groups[k] = a
 			}
-			m.merge(a)
 		}
 	}
 	return s.build(g, f, from, to, groups, nil), nil
