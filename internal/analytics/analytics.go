@@ -73,6 +73,7 @@ type Service struct {
 	models    keptDays[shapeDay]
 	prefixes  keptReads[prefixSpanKey, map[sinceKey]*cachePrefix]
 	spans     keptReads[spanKey, map[gkey]*acc]
+	todays    keptReads[spanKey, *dayRows]
 	costs     keptReads[spanKey, map[string]int64]
 	recovered keptReads[recoveryKey, *int64]
 	hours     keptReads[keptDay, []modelHour]

@@ -2,7 +2,10 @@ package analytics
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 )
 
 // SummaryRaw is Summary always read from the raw attempts (rawPlan), which can answer every
@@ -34,4 +37,47 @@ func (s *Service) RankCosts(ctx context.Context, f Filter, dim string) (map[stri
 		return nil
 	})
 	return out, err
+}
+
+// TodayChanged is how many groups of a summary grouped by groupBy over today (as a month's range
+// reads it, today.go) the next such summary reads again: those with rows written by transactions
+// the kept snapshot did not see, or all when the day's row of rollup_days was made again. It reads them into a
+// copy of what is kept.
+func (s *Service) TodayChanged(ctx context.Context, f Filter, groupBy ...string) (int, error) {
+	g, err := parseGrouping(groupBy)
+	if err != nil {
+		return 0, err
+	}
+	p, _, _, err := s.rangeOf(g, f, planFor(g, f))
+	if err != nil {
+		return 0, err
+	}
+	today := dateOf(s.now(), s.tz)
+	key := summaryKey(g, p, f, p.sums)
+	key.from, key.to = today, today.addDays(1)
+	d, ok := s.todays.get(key, nil)
+	if !ok {
+		return 0, errors.New("today is not kept")
+	}
+	d.mu.Lock()
+	c := &dayRows{state: d.state, rows: map[gkey][]idRow{}}
+	for k, rows := range d.rows {
+		c.rows[k] = slices.Clone(rows)
+	}
+	d.mu.Unlock()
+	end := today.addDays(1).civil()
+	args := s.args(f, source{dayFrom: today.civil(), dayTo: end, edges: [2][2]time.Time{{end, end}, {end, end}}})
+	var changed map[gkey]bool
+	err = s.readSnapshot(ctx, func(q queryFunc) error {
+		var st dayState
+		if err := q(dayStateSQL, args, st.scan(), func() error { return nil }); err != nil {
+			return err
+		}
+		if st.made != c.state.made {
+			c.rows = nil
+		}
+		changed, err = c.read(q, g, p, args, st.top)
+		return err
+	})
+	return len(changed), err
 }

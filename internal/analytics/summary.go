@@ -312,8 +312,10 @@ type plan struct {
 	rows string
 	// cost yields the cost of the plan's rows with their group's columns and fallback flag, to be
 	// added up per group: what SummaryTop ranks by.
-	cost  string
-	keep  map[string]bool
+	cost string
+	keep map[string]bool
+	// daily is the narrow daily rollup the plan reads whole days from (no Table: none).
+	daily rollup.Narrow
 	raw   bool
 	hours hourSource
 	// untimed, when set, answers the plan's questions that group by no time from fewer rows.
@@ -384,6 +386,7 @@ var (
 				}
 			}
 			p := narrowPlan(d.Keep, src, false)
+			p.daily = d
 			if slices.Equal(d.Keep, rollup.SpendKeep) {
 				p.cost, p.untimed = spendCostSQL, &tenantBlocks
 			}
@@ -405,6 +408,7 @@ var (
 			return fmt.Sprintf(tenantBlocksSQL, cols, where, rawEdges(cols, where, rollup.SpendKeep))
 		}, false)
 		p.cost = spendCostSQL
+		p.daily = rollup.DailyBy[slices.IndexFunc(rollup.DailyBy, func(d rollup.Narrow) bool { return slices.Equal(d.Keep, rollup.SpendKeep) })]
 		return p
 	}()
 	// rawPlan reads the raw attempts, by hour: it answers every summary, and is the plan of the
@@ -1061,6 +1065,11 @@ func (s *Service) gather(ctx context.Context, g grouping, p plan, f Filter, from
 	return groups, numbers, nil
 }
 
+// frame is a Summary grouped as g over the effective range [from, to), without figures.
+func (s *Service) frame(g grouping, from, to time.Time) Summary {
+	return Summary{From: from.In(s.tz), To: to.In(s.tz), Timezone: s.tz.String(), GroupBy: g.dims}
+}
+
 // build is the Summary of groups (and their calls by number of attempts, when f asks for them)
 // over the effective range [from, to).
 func (s *Service) build(g grouping, f Filter, from, to time.Time, groups map[gkey]*acc, numbers map[gkey]map[int]int64) Summary {
@@ -1071,8 +1080,8 @@ func (s *Service) build(g grouping, f Filter, from, to time.Time, groups map[gke
 		total.merge(a)
 	}
 	slices.SortFunc(keys, g.compare)
-	out := Summary{From: from.In(s.tz), To: to.In(s.tz), Timezone: s.tz.String(), GroupBy: g.dims,
-		Total: total.stats(), Groups: make([]Group, 0, len(keys))}
+	out := s.frame(g, from, to)
+	out.Total, out.Groups = total.stats(), make([]Group, 0, len(keys))
 	if f.WithAttempts {
 		all := map[int]int64{}
 		for _, byNo := range numbers {
@@ -1158,7 +1167,7 @@ func (s *Service) SummaryTop(ctx context.Context, f Filter, n int, groupBy ...st
 func (s *Service) rank(ctx context.Context, g grouping, p plan, f Filter, from, to time.Time, n int) ([]string, int, error) {
 	query := fmt.Sprintf(`SELECT x.%[1]s::text, sum8(x.cost_nanos) FROM (%[2]s) x GROUP BY 1`,
 		dimSQL[g.dims[0]], fmt.Sprintf(p.cost, g.columns(p.seriesAlias())))
-	read := func(ctx context.Context, args pgx.NamedArgs, _ bool) (map[string]int64, error) {
+	read := func(ctx context.Context, args pgx.NamedArgs, _ *source) (map[string]int64, error) {
 		out := map[string]int64{}
 		var (
 			k    string
@@ -1178,7 +1187,7 @@ func (s *Service) rank(ctx context.Context, g grouping, p plan, f Filter, from, 
 			return nil, 0, err
 		}
 	} else {
-		costs, err := read(ctx, s.planArgs(f, g, p, from, to), true)
+		costs, err := read(ctx, s.planArgs(f, g, p, from, to), nil)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,0 +1,283 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Today's rows of a narrow daily rollup, kept between reads and refreshed by the rows changed
+// since. With 10,000 tenants a month by tenant read today's 48,000 tenant rows with their
+// histograms on every read, most of its time (docs/performance.md), while the whole days before
+// today were kept (spans.go). While calls come in, a fold rewrites some of today's rows every
+// 250 ms, so today cannot be kept by its version as those days are; but every row a fold, a
+// reprice or a rebuild writes is a new row version, by a transaction the snapshot of the last
+// read did not see. So the Service keeps each question's rows of today with the snapshot they
+// were read in, and reads again only the rows of transactions that snapshot did not see
+// (changedSinceSQL), which a fold of a few seconds' calls makes few. Of today's rows, only a
+// rebuild deletes any, and it makes the day's row of rollup_days anew: then the day is read
+// whole.
+
+// dayRowsSQL reads the rows of the narrow daily rollup %[2]s (keeping the series columns %[3]s,
+// listed with ", r.") of the local day @day_from that the filter (%[4]s) selects, as a plan's
+// rows statement does (%[1]s the grouping's columns, %[6]s the sums), each with its identity
+// first (its key columns as a row's text) and the histogram of a succeeded row last; %[5]s is a
+// condition on the rollup's rows d, changedSinceSQL or none.
+const dayRowsSQL = `SELECT ROW(r.%[3]s, r.fallback, r.status, r.error_class)::text, %[1]s r.fallback, r.status::text,
+		r.error_class::text, r.%[6]s, CASE WHEN r.status = 'ok' THEN r.latency_hist::text END
+	FROM (SELECT d.*, d.bucket AS day, NULL::timestamptz AS hour FROM %[2]s d
+		WHERE d.project_id = @project AND d.bucket = @day_from%[5]s) r
+	WHERE %[4]s`
+
+// changedSinceSQL selects the rows written by a transaction the snapshot of the last read did
+// not see. Each has an xid from that snapshot's xmin (@since) on, as age compares them (against
+// the same xid for every row of the statement), which leaves few rows to test further. A snapshot
+// taken on a primary (@exact) then tells by pg_visible_in_snapshot which of those it saw (the
+// writers of the rollups run no subtransactions, which a pg_snapshot does not list); the xid is
+// placed in the epoch of @top (the xmax of the statement's snapshot), or the one before when that
+// would put it at or past @top, as a committed row's xid is below it. A standby's pg_snapshot
+// lists no running transactions (it keeps them among the subtransactions), so a snapshot taken
+// there is not asked: every row from its xmin on is read again, the rows of transactions that
+// ended while older ones ran too, which replace themselves.
+const changedSinceSQL = `
+		AND age(d.xmin) <= (SELECT age(@since::bigint::text::xid))
+		AND (NOT @exact::bool OR NOT pg_visible_in_snapshot((SELECT CASE WHEN v >= @top THEN v - 4294967296 ELSE v END
+			FROM (SELECT (@top::bigint & ~4294967295::bigint) | d.xmin::text::bigint AS v) x)::text::xid8, @snap::pg_snapshot))`
+
+// dayStateSQL is the statement's snapshot, its xmin as a 32-bit xid and its xmax, whether it was
+// taken on a primary, and the number the day's row of rollup_days was made with (0 without one:
+// migration 00044).
+const dayStateSQL = `SELECT pg_current_snapshot()::text, pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296,
+	pg_snapshot_xmax(pg_current_snapshot())::text::bigint, NOT pg_is_in_recovery(),
+	coalesce((SELECT made FROM rollup_days WHERE project_id = @project AND bucket = @day_from), 0)`
+
+// dayState is what dayStateSQL reads.
+type dayState struct {
+	snap       string
+	since, top int64
+	exact      bool
+	made       int64
+}
+
+// scan are the destinations of dayStateSQL's columns.
+func (st *dayState) scan() []any { return []any{&st.snap, &st.since, &st.top, &st.exact, &st.made} }
+
+// dayRows are a question's rows of one local day of a narrow daily rollup (nil: none read) as
+// of the snapshot of state (whose top is not used), by group, size of them, and groups, each group's rows added up. merged are those groups with the groups of
+// the span before the day (span) merged in, as of the rows but those of the groups in dirty; out
+// and total are the answer's groups (in key order, each at its index in at) and their total.
+// With today kept, merging a month's 10,000 tenant groups with today's and working out their
+// figures took three quarters of the month by tenant's CPU, so these are kept too, and worked
+// out again for the groups changed. mu is held while refreshing or answering.
+type dayRows struct {
+	mu     sync.Mutex
+	state  dayState
+	size   int
+	rows   map[gkey][]idRow
+	groups map[gkey]*acc
+	merged map[gkey]*acc
+	span   map[gkey]*acc
+	dirty  map[gkey]bool
+	out    []Group
+	at     map[gkey]int
+	total  Stats
+}
+
+// idRow is one rollup row, by its identity.
+type idRow struct {
+	id string
+	a  *acc
+}
+
+// today returns the rows of a summary grouped as g with plan p (which reads whole days from
+// p.daily) over today's local day, as args (s.args of that day) select them: kept in s.todays,
+// refreshed by the rows changed since the last read.
+func (s *Service) today(ctx context.Context, g grouping, p plan, args pgx.NamedArgs, key spanKey) (*dayRows, error) {
+	d, ok := s.todays.get(key, nil)
+	if !ok {
+		d = &dayRows{}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.refresh(ctx, s, g, p, args); err != nil {
+		return nil, fmt.Errorf("today: %w", err)
+	}
+	s.todays.put(key, nil, d, d.size)
+	return d, nil
+}
+
+// answer returns the groups (in key order; none when g has no dimensions) and total of a
+// summary grouped as g of the day's groups with the groups of span merged in. It keeps them while
+// span is the one merged last, and works out again those of the groups changed since; else it
+// works them all out anew. The groups are the caller's, their figures shared, so only read.
+func (d *dayRows) answer(g grouping, tz *time.Location, span map[gkey]*acc) ([]Group, Stats) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.merged == nil || reflect.ValueOf(d.span).UnsafePointer() != reflect.ValueOf(span).UnsafePointer() {
+		d.merged, d.span, d.dirty = maps.Clone(span), span, nil
+		if d.merged == nil {
+			d.merged = map[gkey]*acc{}
+		}
+		for k, a := range d.groups {
+			d.merged[k] = sum(span[k], a)
+		}
+		d.figures(g, tz)
+	} else if len(d.dirty) > 0 {
+		added := false
+		for k := range d.dirty {
+			d.merged[k] = sum(span[k], d.groups[k])
+			if i, ok := d.at[k]; ok {
+				d.out[i].Stats = d.merged[k].stats()
+			} else {
+				added = true
+			}
+		}
+		if added || len(g.dims) == 0 {
+			d.figures(g, tz)
+		} else {
+			d.total = totalOf(d.merged).stats()
+		}
+		d.dirty = nil
+	}
+	return slices.Clone(d.out), d.total
+}
+
+// figures works out every group's figures and the total of d.merged.
+func (d *dayRows) figures(g grouping, tz *time.Location) {
+	d.total = totalOf(d.merged).stats()
+	d.out, d.at = []Group{}, map[gkey]int{}
+	if len(g.dims) == 0 {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(d.merged), g.compare)
+	d.out = make([]Group, len(keys))
+	for i, k := range keys {
+		d.out[i] = Group{Key: g.key(k, tz), Stats: d.merged[k].stats()}
+		d.at[k] = i
+	}
+}
+
+// totalOf is the sum of groups.
+func totalOf(groups map[gkey]*acc) *acc {
+	var total acc
+	for _, a := range groups {
+		total.merge(a)
+	}
+	return &total
+}
+
+// sum is a group of both a and b (either may be nil), a new one where both are not.
+func sum(a, b *acc) *acc {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	m := &acc{}
+	m.merge(a)
+	m.merge(b)
+	return m
+}
+
+// refresh reads, in one snapshot, the rows written since the kept snapshot, or all of them when
+// none are kept or the day's row of rollup_days was made again (by a rebuild, which may have
+// deleted rows), and adds up again the groups they are in.
+func (d *dayRows) refresh(ctx context.Context, s *Service, g grouping, p plan, args pgx.NamedArgs) error {
+	return s.readSnapshot(ctx, func(q queryFunc) error {
+		var st dayState
+		if err := q(dayStateSQL, args, st.scan(), func() error { return nil }); err != nil {
+			return err
+		}
+		if st.made != d.state.made {
+			d.rows = nil
+		}
+		changed, err := d.read(q, g, p, args, st.top)
+		if err != nil {
+			return err
+		}
+		d.sum(changed)
+		d.state = st
+		return nil
+	})
+}
+
+// read reads the rows written since the snapshot of d.state (all, in place of those kept, when
+// none are) into d.rows and returns the groups they are in; top is the xmax of the statement's
+// snapshot.
+func (d *dayRows) read(q queryFunc, g grouping, p plan, args pgx.NamedArgs, top int64) (map[gkey]bool, error) {
+	cond := ""
+	if d.rows != nil {
+		cond = changedSinceSQL
+		args = maps.Clone(args)
+		args["snap"], args["since"], args["exact"], args["top"] = d.state.snap, d.state.since, d.state.exact, top
+	} else {
+		d.size, d.rows, d.groups, d.merged = 0, map[gkey][]idRow{}, nil, nil
+	}
+	keyDst, keyOf := g.scanTargets()
+	var (
+		id, status, class string
+		fallback          bool
+		hist              pgtype.UndecodedBytes
+		buf               []int64
+		sums              = make([]int64, len(sumCols))
+	)
+	dst := append([]any{&id}, keyDst...)
+	dst = append(dst, &fallback, &status, &class)
+	for i := range sums {
+		dst = append(dst, &sums[i])
+	}
+	dst = append(dst, &hist)
+	query := fmt.Sprintf(dayRowsSQL, g.columns("r"), p.daily.Table, strings.Join(p.daily.Keep, ", r."), narrowFilter(p.keep), cond,
+		strings.Join(sumCols, ", r."))
+	changed := map[gkey]bool{}
+	err := q(query, args, dst, func() error {
+		a := &acc{}
+		a.add(fallback, status, class, sums)
+		if hist != nil {
+			var err error
+			if buf, err = a.hist.addText(hist, buf); err != nil {
+				return err
+			}
+		}
+		k := keyOf(fallback)
+		changed[k] = true
+		rows := d.rows[k]
+		for i := range rows {
+			if rows[i].id == id {
+				rows[i].a = a
+				return nil
+			}
+		}
+		d.rows[k] = append(rows, idRow{id, a})
+		d.size++
+		return nil
+	})
+	return changed, err
+}
+
+// sum adds up again the groups changed and notes them dirty.
+func (d *dayRows) sum(changed map[gkey]bool) {
+	if d.groups == nil {
+		d.groups = map[gkey]*acc{}
+	}
+	if d.dirty == nil {
+		d.dirty = map[gkey]bool{}
+	}
+	for k := range changed {
+		var sum acc
+		for _, r := range d.rows[k] {
+			sum.merge(r.a)
+		}
+		d.groups[k] = &sum
+		d.dirty[k] = true
+	}
+}
