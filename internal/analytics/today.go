@@ -71,9 +71,10 @@ type dayState struct {
 func (st *dayState) scan() []any { return []any{&st.snap, &st.since, &st.top, &st.exact, &st.made} }
 
 // dayRows are a question's rows of one local day of a narrow daily rollup (nil: none read) as
-// of the snapshot of state (whose top is not used), by group, size of them, and groups, each group's rows added up. merged are those groups with the groups of
-// the span before the day (span) merged in, as of the rows but those of the groups in dirty; out
-// and total are the answer's groups (in key order, each at its index in at) and their total.
+// of the snapshot of state (whose top is not used), by group, size of them, and groups, each
+// group's rows added up. merged are those groups with the groups of the span before the day
+// (span) merged in, as of the rows but those of the groups in dirty; out and total are the
+// answer's groups (in key order, each at its index in at) and their total.
 // With today kept, merging a month's 10,000 tenant groups with today's and working out their
 // figures took three quarters of the month by tenant's CPU, so these are kept too, and worked
 // out again for the groups changed. mu is held while refreshing or answering.
