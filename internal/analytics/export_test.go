@@ -68,15 +68,8 @@ func (s *Service) TodayChanged(ctx context.Context, f Filter, groupBy ...string)
 	end := today.addDays(1).civil()
 	args := s.args(f, source{dayFrom: today.civil(), dayTo: end, edges: [2][2]time.Time{{end, end}, {end, end}}})
 	var changed map[gkey]bool
-	err = s.readSnapshot(ctx, func(q queryFunc) error {
-		var st dayState
-		if err := q(dayStateSQL, args, st.scan(), func() error { return nil }); err != nil {
-			return err
-		}
-		if st.made != c.state.made {
-			c.rows = nil
-		}
-		changed, err = c.read(q, g, p, args, st.top)
+	err = s.readSnapshot(ctx, func(q queryFunc) (err error) {
+		_, changed, err = c.changes(q, g, p, args)
 		return err
 	})
 	return len(changed), err

@@ -1073,15 +1073,9 @@ func (s *Service) frame(g grouping, from, to time.Time) Summary {
 // build is the Summary of groups (and their calls by number of attempts, when f asks for them)
 // over the effective range [from, to).
 func (s *Service) build(g grouping, f Filter, from, to time.Time, groups map[gkey]*acc, numbers map[gkey]map[int]int64) Summary {
-	keys := make([]gkey, 0, len(groups))
-	var total acc
-	for k, a := range groups {
-		keys = append(keys, k)
-		total.merge(a)
-	}
-	slices.SortFunc(keys, g.compare)
 	out := s.frame(g, from, to)
-	out.Total, out.Groups = total.stats(), make([]Group, 0, len(keys))
+	var keys []gkey
+	keys, out.Groups, out.Total = figuresOf(g, s.tz, groups)
 	if f.WithAttempts {
 		all := map[int]int64{}
 		for _, byNo := range numbers {
@@ -1090,17 +1084,33 @@ func (s *Service) build(g grouping, f Filter, from, to time.Time, groups map[gke
 			}
 		}
 		out.Total.CallsByAttempts, out.Total.MaxAttempts = callsByAttempts(all)
-	}
-	if len(g.dims) > 0 {
-		for _, k := range keys {
-			st := groups[k].stats()
-			if f.WithAttempts {
-				st.CallsByAttempts, st.MaxAttempts = callsByAttempts(numbers[k])
-			}
-			out.Groups = append(out.Groups, Group{Key: g.key(k, s.tz), Stats: st})
+		for i := range out.Groups {
+			out.Groups[i].CallsByAttempts, out.Groups[i].MaxAttempts = callsByAttempts(numbers[keys[i]])
 		}
 	}
 	return out
+}
+
+// figuresOf returns the keys of groups in key order, the figures of each in that order (none when
+// g has no dimensions) and the figures of their total.
+func figuresOf(g grouping, tz *time.Location, groups map[gkey]*acc) ([]gkey, []Group, Stats) {
+	keys := slices.SortedFunc(maps.Keys(groups), g.compare)
+	out := make([]Group, 0, len(keys))
+	if len(g.dims) > 0 {
+		for _, k := range keys {
+			out = append(out, Group{Key: g.key(k, tz), Stats: groups[k].stats()})
+		}
+	}
+	return keys, out, totalOf(groups).stats()
+}
+
+// totalOf is the sum of groups.
+func totalOf(groups map[gkey]*acc) *acc {
+	var total acc
+	for _, a := range groups {
+		total.merge(a)
+	}
+	return &total
 }
 
 // SummaryTop is Summary keeping only the n costliest groups (Summary.Top). Grouped by one of

@@ -59,19 +59,22 @@ const dayStateSQL = `SELECT pg_current_snapshot()::text, pg_snapshot_xmin(pg_cur
 	pg_snapshot_xmax(pg_current_snapshot())::text::bigint, NOT pg_is_in_recovery(),
 	coalesce((SELECT made FROM rollup_days WHERE project_id = @project AND bucket = @day_from), 0)`
 
-// dayState is what dayStateSQL reads.
+// dayState is what dayStateSQL reads of a snapshot but its xmax, which only the statements of
+// that snapshot need.
 type dayState struct {
-	snap       string
-	since, top int64
-	exact      bool
-	made       int64
+	snap  string
+	since int64
+	exact bool
+	made  int64
 }
 
-// scan are the destinations of dayStateSQL's columns.
-func (st *dayState) scan() []any { return []any{&st.snap, &st.since, &st.top, &st.exact, &st.made} }
+// scan are the destinations of dayStateSQL's columns, the xmax into top.
+func (st *dayState) scan(top *int64) []any {
+	return []any{&st.snap, &st.since, top, &st.exact, &st.made}
+}
 
 // dayRows are a question's rows of one local day of a narrow daily rollup (nil: none read) as
-// of the snapshot of state (whose top is not used), by group, size of them, and groups, each
+// of the snapshot of state, by group, size of them, and groups, each
 // group's rows added up. merged are those groups with the groups of the span before the day
 // (span) merged in, as of the rows but those of the groups in dirty; out and total are the
 // answer's groups (in key order, each at its index in at) and their total.
@@ -153,26 +156,12 @@ func (d *dayRows) answer(g grouping, tz *time.Location, span map[gkey]*acc) ([]G
 
 // figures works out every group's figures and the total of d.merged.
 func (d *dayRows) figures(g grouping, tz *time.Location) {
-	d.total = totalOf(d.merged).stats()
-	d.out, d.at = []Group{}, map[gkey]int{}
-	if len(g.dims) == 0 {
-		return
+	var keys []gkey
+	keys, d.out, d.total = figuresOf(g, tz, d.merged)
+	d.at = make(map[gkey]int, len(d.out))
+	for i := range d.out {
+		d.at[keys[i]] = i
 	}
-	keys := slices.SortedFunc(maps.Keys(d.merged), g.compare)
-	d.out = make([]Group, len(keys))
-	for i, k := range keys {
-		d.out[i] = Group{Key: g.key(k, tz), Stats: d.merged[k].stats()}
-		d.at[k] = i
-	}
-}
-
-// totalOf is the sum of groups.
-func totalOf(groups map[gkey]*acc) *acc {
-	var total acc
-	for _, a := range groups {
-		total.merge(a)
-	}
-	return &total
 }
 
 // sum is a group of both a and b (either may be nil), a new one where both are not.
@@ -189,19 +178,11 @@ func sum(a, b *acc) *acc {
 	return m
 }
 
-// refresh reads, in one snapshot, the rows written since the kept snapshot, or all of them when
-// none are kept or the day's row of rollup_days was made again (by a rebuild, which may have
-// deleted rows), and adds up again the groups they are in.
+// refresh reads the rows written since the kept snapshot (changes) and adds up again the groups
+// they are in.
 func (d *dayRows) refresh(ctx context.Context, s *Service, g grouping, p plan, args pgx.NamedArgs) error {
 	return s.readSnapshot(ctx, func(q queryFunc) error {
-		var st dayState
-		if err := q(dayStateSQL, args, st.scan(), func() error { return nil }); err != nil {
-			return err
-		}
-		if st.made != d.state.made {
-			d.rows = nil
-		}
-		changed, err := d.read(q, g, p, args, st.top)
+		st, changed, err := d.changes(q, g, p, args)
 		if err != nil {
 			return err
 		}
@@ -209,6 +190,25 @@ func (d *dayRows) refresh(ctx context.Context, s *Service, g grouping, p plan, a
 		d.state = st
 		return nil
 	})
+}
+
+// changes reads, with q in one snapshot, the day's state and the rows written since the kept
+// snapshot, or all of them when none are kept or the day's row of rollup_days was made again (by
+// a rebuild, which may have deleted rows), into d.rows; it returns the state and the groups the
+// rows are in.
+func (d *dayRows) changes(q queryFunc, g grouping, p plan, args pgx.NamedArgs) (dayState, map[gkey]bool, error) {
+	var (
+		st  dayState
+		top int64
+	)
+	if err := q(dayStateSQL, args, st.scan(&top), func() error { return nil }); err != nil {
+		return st, nil, err
+	}
+	if st.made != d.state.made {
+		d.rows = nil
+	}
+	changed, err := d.read(q, g, p, args, top)
+	return st, changed, err
 }
 
 // read reads the rows written since the snapshot of d.state (all, in place of those kept, when
