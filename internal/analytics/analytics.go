@@ -74,6 +74,7 @@ type Service struct {
 	prefixes  keptReads[prefixSpanKey, map[sinceKey]*cachePrefix]
 	spans     keptReads[spanKey, map[gkey]*acc]
 	todays    keptReads[spanKey, *dayRows]
+	modelDays keptReads[dayKey, *dayModels]
 	costs     keptReads[spanKey, map[string]int64]
 	recovered keptReads[recoveryKey, *int64]
 	hours     keptReads[keptDay, []modelHour]

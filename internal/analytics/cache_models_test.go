@@ -2,6 +2,7 @@ package analytics_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,86 @@ func TestCacheModelsKept(t *testing.T) {
 	l.add(p, newRec(oct(7, 9, 0), "sonnet").service("bot", "answer").tokens(200, 100).done())
 	if got, want := model(s), (figures{8, 2, 4}); got != want {
 		t.Errorf("a call on the 7th: %+v, want %+v", got, want)
+	}
+}
+
+// TestCacheModelsKeptToday checks that a Service keeps today's rows of rollup_daily the cache
+// report's models read, and reads again only the rows written since: after each change, the same
+// Service answers as a new one does, having to read again only the shapes the change wrote, and
+// the whole day after a rebuild, which may delete rows.
+func TestCacheModelsKeptToday(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	call := func(d, h, m int, model string) *rec {
+		return newRec(oct(d, h, m), model).service("bot", "answer").tokens(200, 100)
+	}
+	l.add(p, call(6, 10, 0, "sonnet").cache(1000, 0).done(), call(6, 10, 1, "sonnet").cache(0, 1000).done(),
+		call(8, 9, 0, "sonnet").cache(1000, 0).done(), call(8, 9, 1, "sonnet").cache(0, 1000).done(),
+		call(8, 9, 2, "gpt-4o").cache(1000, 0).done(), call(8, 9, 3, "gpt-4o").fail("overloaded").done())
+	now := oct(8, 12, 0)
+	f := analytics.Filter{ProjectID: p}
+	answer := func(s *analytics.Service) string {
+		t.Helper()
+		rows, err := s.Cache(ctx, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js(rows)
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rebuild := func() {
+		t.Helper()
+		if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := l.service(now)
+	_ = answer(s)
+
+	steps := []struct {
+		name   string
+		change func()
+		// changed is the shapes of today the next read reads again.
+		changed int
+	}{
+		{"nothing", func() {}, 0},
+		{"a read of sonnet today", func() { l.add(p, call(8, 11, 0, "sonnet").cache(0, 1000).done()) }, 1},
+		{"gpt-4o's row of today rewritten", func() {
+			exec(`UPDATE rollup_daily SET attempts = attempts + 10 WHERE project_id = $1 AND bucket = '2026-10-08' AND status = 'ok'
+				AND series_id IN (SELECT id FROM series WHERE project_id = $1 AND model = 'gpt-4o')`)
+		}, 1},
+		{"a call on the 6th", func() { l.add(p, call(6, 11, 0, "sonnet").cache(1000, 0).done()) }, 0},
+		{"calls of two models today", func() {
+			l.add(p, call(8, 11, 1, "gpt-4o").cache(0, 1000).done(), call(8, 11, 2, "haiku").cache(1000, 0).done())
+		}, 2},
+		{"a rebuild", rebuild, 3},
+		{"gpt-4o's calls of today gone from the raw attempts, then a rebuild", func() {
+			exec(`DELETE FROM attempts a USING series s WHERE a.project_id = $1 AND s.project_id = $1 AND s.id = a.series_id
+				AND s.model = 'gpt-4o' AND a.started_at >= '2026-10-08'`)
+			rebuild()
+		}, 2},
+	}
+	for _, st := range steps {
+		st.change()
+		n, err := s.CacheModelsTodayChanged(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != st.changed {
+			t.Errorf("%s: %d shapes to read again, want %d", st.name, n, st.changed)
+		}
+		if same, fresh := answer(s), answer(l.service(now)); same != fresh {
+			t.Errorf("%s: the same Service's answer\n%s\na new one's\n%s", st.name, same, fresh)
+		}
+	}
+	if got := answer(s); !strings.Contains(got, `"model":"haiku"`) || strings.Contains(got, `"model":"gpt-4o"`) {
+		t.Errorf("at the end: want haiku's row and none of gpt-4o, got %s", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -70,6 +71,30 @@ func (s *Service) TodayChanged(ctx context.Context, f Filter, groupBy ...string)
 	var changed map[gkey]bool
 	err = s.readSnapshot(ctx, func(q queryFunc) (err error) {
 		_, changed, err = c.changes(q, g, p, args)
+		return err
+	})
+	return len(changed), err
+}
+
+// CacheModelsTodayChanged is how many series shapes (with a fallback flag) of the project's
+// today the cache report's next read of its models reads again (cache_models.go): those with rows
+// written by transactions the kept snapshot did not see, or all when the day's row of rollup_days
+// was made again. It reads them into a copy of what is kept.
+func (s *Service) CacheModelsTodayChanged(ctx context.Context, project int64) (int, error) {
+	k := dayKey{project, dateOf(s.now(), s.tz)}
+	m, ok := s.modelDays.get(k, nil)
+	if !ok {
+		return 0, errors.New("today's models are not kept")
+	}
+	m.mu.Lock()
+	c := &dayModels{state: m.state, rows: map[shapeKey]map[[2]string][]int64{}}
+	for k, rows := range m.rows {
+		c.rows[k] = maps.Clone(rows)
+	}
+	m.mu.Unlock()
+	var changed map[shapeKey]bool
+	err := s.readSnapshot(ctx, func(q queryFunc) (err error) {
+		_, changed, err = c.changes(q, k)
 		return err
 	})
 	return len(changed), err

@@ -135,7 +135,7 @@ func readSpans[V any](ctx context.Context, s *Service, ks *keptReads[spanKey, V]
 			return err
 		})
 	}
-	hasRest := rest.dayFrom.Before(rest.dayTo) || rest.edges[0][0].Before(rest.edges[0][1]) || rest.edges[1][0].Before(rest.edges[1][1])
+	hasRest := rest.dayFrom.Before(rest.dayTo) || rest.hasEdges()
 	if hasRest {
 		eg.Go(func() (err error) {
 			parts[1], err = read(ectx, s.args(f, rest), &rest)
@@ -248,6 +248,10 @@ func (s *Service) collectKept(ctx context.Context, g grouping, p plan, f Filter,
 
 // only tells whether the source is the local day d alone, with no edge hours.
 func (src source) only(d date) bool {
-	return src.dayFrom.Equal(d.civil()) && src.dayTo.Equal(d.addDays(1).civil()) &&
-		src.edges[0][0].Equal(src.edges[0][1]) && src.edges[1][0].Equal(src.edges[1][1])
+	return src.dayFrom.Equal(d.civil()) && src.dayTo.Equal(d.addDays(1).civil()) && !src.hasEdges()
+}
+
+// hasEdges tells whether the source has edge hours.
+func (src source) hasEdges() bool {
+	return src.edges[0][0].Before(src.edges[0][1]) || src.edges[1][0].Before(src.edges[1][1])
 }

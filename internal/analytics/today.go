@@ -24,7 +24,8 @@ import (
 // were read in, and reads again only the rows of transactions that snapshot did not see
 // (changedSinceSQL), which a fold of a few seconds' calls makes few. Of today's rows, only a
 // rebuild deletes any, and it makes the day's row of rollup_days anew: then the day is read
-// whole.
+// whole. The cache report's models keep today's rows of rollup_daily the same way
+// (cache_models.go).
 
 // dayRowsSQL reads the rows of the narrow daily rollup %[2]s (keeping the series columns %[3]s,
 // listed with ", r.") of the local day @day_from that the filter (%[4]s) selects, as a plan's
@@ -193,36 +194,9 @@ func (d *dayRows) refresh(ctx context.Context, s *Service, g grouping, p plan, a
 }
 
 // changes reads, with q in one snapshot, the day's state and the rows written since the kept
-// snapshot, or all of them when none are kept or the day's row of rollup_days was made again (by
-// a rebuild, which may have deleted rows), into d.rows; it returns the state and the groups the
+// snapshot, or all of them (dayChanges), into d.rows; it returns the state and the groups the
 // rows are in.
 func (d *dayRows) changes(q queryFunc, g grouping, p plan, args pgx.NamedArgs) (dayState, map[gkey]bool, error) {
-	var (
-		st  dayState
-		top int64
-	)
-	if err := q(dayStateSQL, args, st.scan(&top), func() error { return nil }); err != nil {
-		return st, nil, err
-	}
-	if st.made != d.state.made {
-		d.rows = nil
-	}
-	changed, err := d.read(q, g, p, args, top)
-	return st, changed, err
-}
-
-// read reads the rows written since the snapshot of d.state (all, in place of those kept, when
-// none are) into d.rows and returns the groups they are in; top is the xmax of the statement's
-// snapshot.
-func (d *dayRows) read(q queryFunc, g grouping, p plan, args pgx.NamedArgs, top int64) (map[gkey]bool, error) {
-	cond := ""
-	if d.rows != nil {
-		cond = changedSinceSQL
-		args = maps.Clone(args)
-		args["snap"], args["since"], args["exact"], args["top"] = d.state.snap, d.state.since, d.state.exact, top
-	} else {
-		d.size, d.rows, d.groups, d.merged = 0, map[gkey][]idRow{}, nil, nil
-	}
 	keyDst, keyOf := g.scanTargets()
 	var (
 		id, status, class string
@@ -237,10 +211,13 @@ func (d *dayRows) read(q queryFunc, g grouping, p plan, args pgx.NamedArgs, top 
 		dst = append(dst, &sums[i])
 	}
 	dst = append(dst, &hist)
-	query := fmt.Sprintf(dayRowsSQL, g.columns("r"), p.daily.Table, strings.Join(p.daily.Keep, ", r."), narrowFilter(p.keep), cond,
-		strings.Join(sumCols, ", r."))
+	query := func(cond string) string {
+		return fmt.Sprintf(dayRowsSQL, g.columns("r"), p.daily.Table, strings.Join(p.daily.Keep, ", r."), narrowFilter(p.keep),
+			cond, strings.Join(sumCols, ", r."))
+	}
+	reset := func() { d.size, d.rows, d.groups, d.merged = 0, map[gkey][]idRow{}, nil, nil }
 	changed := map[gkey]bool{}
-	err := q(query, args, dst, func() error {
+	st, err := dayChanges(q, d.state, args, query, reset, dst, func() error {
 		a := &acc{}
 		a.add(fallback, status, class, sums)
 		if hist != nil {
@@ -262,7 +239,32 @@ func (d *dayRows) read(q queryFunc, g grouping, p plan, args pgx.NamedArgs, top 
 		d.size++
 		return nil
 	})
-	return changed, err
+	return st, changed, err
+}
+
+// dayChanges reads with q, in one snapshot, the state of the local day @day_from (dayStateSQL)
+// and the rows the statement query(cond) selects into dst, calling each for every row. cond is
+// changedSinceSQL, the rows written since the snapshot of kept; or, when kept holds no snapshot
+// or the day's row of rollup_days was made again (by a rebuild, which may have deleted rows),
+// none: then reset is called first and every row is read. It returns the state to keep.
+func dayChanges(q queryFunc, kept dayState, args pgx.NamedArgs, query func(cond string) string, reset func(),
+	dst []any, each func() error) (dayState, error) {
+	var (
+		st  dayState
+		top int64
+	)
+	if err := q(dayStateSQL, args, st.scan(&top), func() error { return nil }); err != nil {
+		return st, err
+	}
+	cond := ""
+	if kept.snap != "" && kept.made == st.made {
+		cond = changedSinceSQL
+		args = maps.Clone(args)
+		args["snap"], args["since"], args["exact"], args["top"] = kept.snap, kept.since, kept.exact, top
+	} else {
+		reset()
+	}
+	return st, q(query(cond), args, dst, each)
 }
 
 // sum adds up again the groups changed and notes them dirty.
