@@ -138,8 +138,10 @@ func TestCacheModelsKeptToday(t *testing.T) {
 	}{
 		{"nothing", func() {}, 0},
 		{"a read of sonnet today", func() { l.add(p, call(8, 11, 0, "sonnet").cache(0, 1000).done()) }, 1},
+		// As a fold writes a day's rows: with the day's row of rollup_days.
 		{"gpt-4o's row of today rewritten", func() {
-			exec(`UPDATE rollup_daily SET attempts = attempts + 10 WHERE project_id = $1 AND bucket = '2026-10-08' AND status = 'ok'
+			exec(`WITH d AS (UPDATE rollup_days SET writes = writes + 1 WHERE project_id = $1 AND bucket = '2026-10-08')
+				UPDATE rollup_daily SET attempts = attempts + 10 WHERE project_id = $1 AND bucket = '2026-10-08' AND status = 'ok'
 				AND series_id IN (SELECT id FROM series WHERE project_id = $1 AND model = 'gpt-4o')`)
 		}, 1},
 		{"a call on the 6th", func() { l.add(p, call(6, 11, 0, "sonnet").cache(1000, 0).done()) }, 0},

@@ -54,11 +54,12 @@ const changedSinceSQL = `
 			FROM (SELECT (@top::bigint & ~4294967295::bigint) | d.xmin::text::bigint AS v) x)::text::xid8, @snap::pg_snapshot))`
 
 // dayStateSQL is the statement's snapshot, its xmin as a 32-bit xid and its xmax, whether it was
-// taken on a primary, and the number the day's row of rollup_days was made with (0 without one:
-// migration 00044).
+// taken on a primary, and the number the day's row of rollup_days was made with (migration 00044)
+// and the transaction that last wrote it (0 and 0 without one).
 const dayStateSQL = `SELECT pg_current_snapshot()::text, pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296,
-	pg_snapshot_xmax(pg_current_snapshot())::text::bigint, NOT pg_is_in_recovery(),
-	coalesce((SELECT made FROM rollup_days WHERE project_id = @project AND bucket = @day_from), 0)`
+	pg_snapshot_xmax(pg_current_snapshot())::text::bigint, NOT pg_is_in_recovery(), coalesce(d.made, 0),
+	coalesce(d.xmin::text::bigint, 0)
+	FROM (SELECT 1) x LEFT JOIN rollup_days d ON d.project_id = @project AND d.bucket = @day_from`
 
 // dayState is what dayStateSQL reads of a snapshot but its xmax, which only the statements of
 // that snapshot need.
@@ -67,11 +68,12 @@ type dayState struct {
 	since int64
 	exact bool
 	made  int64
+	xmin  int64
 }
 
 // scan are the destinations of dayStateSQL's columns, the xmax into top.
 func (st *dayState) scan(top *int64) []any {
-	return []any{&st.snap, &st.since, top, &st.exact, &st.made}
+	return []any{&st.snap, &st.since, top, &st.exact, &st.made, &st.xmin}
 }
 
 // dayRows are a question's rows of one local day of a narrow daily rollup (nil: none read) as
@@ -246,7 +248,9 @@ func (d *dayRows) changes(q queryFunc, g grouping, p plan, args pgx.NamedArgs) (
 // and the rows the statement query(cond) selects into dst, calling each for every row. cond is
 // changedSinceSQL, the rows written since the snapshot of kept; or, when kept holds no snapshot
 // or the day's row of rollup_days was made again (by a rebuild, which may have deleted rows),
-// none: then reset is called first and every row is read. It returns the state to keep.
+// none: then reset is called first and every row is read. While the day's row of rollup_days is
+// the one kept saw, no row was written since (every writer of a day's rows writes it in the same
+// transaction, internal/rollup/days.go), and none is read. It returns the state to keep.
 func dayChanges(q queryFunc, kept dayState, args pgx.NamedArgs, query func(cond string) string, reset func(),
 	dst []any, each func() error) (dayState, error) {
 	var (
@@ -255,6 +259,9 @@ func dayChanges(q queryFunc, kept dayState, args pgx.NamedArgs, query func(cond 
 	)
 	if err := q(dayStateSQL, args, st.scan(&top), func() error { return nil }); err != nil {
 		return st, err
+	}
+	if kept.snap != "" && kept.made == st.made && kept.xmin == st.xmin {
+		return st, nil
 	}
 	cond := ""
 	if kept.snap != "" && kept.made == st.made {

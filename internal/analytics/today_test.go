@@ -73,8 +73,11 @@ func TestSummaryKeptToday(t *testing.T) {
 	}{
 		{"nothing", func() {}, 0},
 		{"a call of t2 today", func() { l.add(p, call(8, 11, "t2", "sonnet").done()) }, 1},
+		// As a fold writes a day's rows: with the day's row of rollup_days, which tells that they
+		// changed (internal/rollup/days.go).
 		{"t3's row rewritten", func() {
-			exec(`UPDATE rollup_daily_tenant SET attempts = attempts + 10 WHERE project_id = $1 AND bucket = '2026-10-08' AND tenant = 't3'
+			exec(`WITH d AS (UPDATE rollup_days SET writes = writes + 1 WHERE project_id = $1 AND bucket = '2026-10-08')
+				UPDATE rollup_daily_tenant SET attempts = attempts + 10 WHERE project_id = $1 AND bucket = '2026-10-08' AND tenant = 't3'
 				AND status = 'ok'`)
 		}, 1},
 		{"a call on the 6th", func() { l.add(p, call(6, 11, "t1", "sonnet").done()) }, 0},
