@@ -72,6 +72,7 @@ type Service struct {
 	kept      keptDays[dayRow]
 	models    keptDays[shapeDay]
 	prefixes  keptReads[prefixSpanKey, map[sinceKey]*cachePrefix]
+	answers   keptReads[cacheAnswerKey, []CacheRow]
 	spans     keptReads[spanKey, map[gkey]*acc]
 	todays    keptReads[spanKey, *dayRows]
 	modelDays keptReads[dayKey, *dayModels]

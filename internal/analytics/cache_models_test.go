@@ -172,3 +172,64 @@ func TestCacheModelsKeptToday(t *testing.T) {
 		t.Errorf("at the end: want haiku's row and none of gpt-4o, got %s", got)
 	}
 }
+
+// TestCacheAnswerKept checks that a Service keeps a cache report's answer while none of the rows of
+// its days that say whether its rows changed is written again: a change to the cache rollup behind
+// their back goes unseen by it (and is seen by a new Service), where a call, a summing of the days
+// and a rebuild write them, and the same Service answers as a new one.
+func TestCacheAnswerKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger(t, time.UTC)
+	p := l.project("acme")
+	l.add(p, botCall(6, 10, 0).cache(1000, 0).done(), botCall(6, 10, 1).cache(0, 1000).done(),
+		botCall(8, 9, 0).cache(1000, 0).done(), botCall(8, 9, 1).cache(0, 1000).done())
+	now := oct(8, 12, 0)
+	f := analytics.Filter{ProjectID: p}
+	answer := func(s *analytics.Service) string {
+		t.Helper()
+		rows, err := s.Cache(ctx, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js(rows)
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := l.service(now)
+	_ = answer(s)
+	steps := []struct {
+		name   string
+		change func()
+		// behind tells a change the Service cannot see, so its answer differs from a new one's.
+		behind bool
+	}{
+		{"nothing", func() {}, false},
+		{"the cache hours of today changed behind its back", func() {
+			exec(`UPDATE rollup_cache_hourly SET calls = calls + 20 WHERE project_id = $1 AND bucket = '2026-10-08 09:00+00'
+				AND prompt_hash = 'sys-v1'`)
+		}, true},
+		{"a call today", func() { l.add(p, botCall(8, 11, 0).cache(0, 1000).done()) }, false},
+		// Counted on the model's row (from the main rollups), not in the cache rollup.
+		{"a call today that used no cache", func() {
+			l.add(p, newRec(oct(8, 11, 1), "sonnet").service("bot", "answer").tokens(200, 100).done())
+		}, false},
+		{"the days summed", func() { summarizeCacheDaysAt(t, l.st.Pool, now) }, false},
+		{"a call on the 6th, a day summed", func() { l.add(p, botCall(6, 11, 0).cache(1000, 0).done()) }, false},
+		{"a rebuild", func() {
+			if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, st := range steps {
+		st.change()
+		if same, fresh := answer(s), answer(l.service(now)); (same == fresh) == st.behind {
+			t.Errorf("%s: the same Service's answer\n%s\na new one's\n%s", st.name, same, fresh)
+		}
+	}
+}
