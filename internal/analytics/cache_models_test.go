@@ -41,12 +41,7 @@ func TestCacheModelsKept(t *testing.T) {
 		t.Fatalf("no model row for sonnet in %s", js(rows))
 		return figures{}
 	}
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := func(sql string) { t.Helper(); l.exec(sql, p) }
 	s := l.service(now)
 	if got, want := model(s), (figures{7, 3, 3}); got != want {
 		t.Fatalf("at first: %+v, want %+v", got, want)
@@ -69,9 +64,7 @@ func TestCacheModelsKept(t *testing.T) {
 			figures{8, 3, 4}, figures{8, 3, 4}},
 		{"a write of the 6th gone from the raw attempts, then a rebuild", func() {
 			exec(`DELETE FROM attempts WHERE project_id = $1 AND started_at = '2026-10-06 02:01:00+00'`)
-			if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
-				t.Fatal(err)
-			}
+			l.rebuild()
 		}, figures{7, 2, 4}, figures{7, 2, 4}},
 	}
 	for _, st := range steps {
@@ -107,28 +100,9 @@ func TestCacheModelsKeptToday(t *testing.T) {
 		call(8, 9, 2, "gpt-4o").cache(1000, 0).done(), call(8, 9, 3, "gpt-4o").fail("overloaded").done())
 	now := oct(8, 12, 0)
 	f := analytics.Filter{ProjectID: p}
-	answer := func(s *analytics.Service) string {
-		t.Helper()
-		rows, err := s.Cache(ctx, f, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return js(rows)
-	}
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rebuild := func() {
-		t.Helper()
-		if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := func(sql string) { t.Helper(); l.exec(sql, p) }
 	s := l.service(now)
-	_ = answer(s)
+	_ = cacheJSON(t, s, f)
 
 	steps := []struct {
 		name   string
@@ -148,11 +122,11 @@ func TestCacheModelsKeptToday(t *testing.T) {
 		{"calls of two models today", func() {
 			l.add(p, call(8, 11, 1, "gpt-4o").cache(0, 1000).done(), call(8, 11, 2, "haiku").cache(1000, 0).done())
 		}, 2},
-		{"a rebuild", rebuild, 3},
+		{"a rebuild", l.rebuild, 3},
 		{"gpt-4o's calls of today gone from the raw attempts, then a rebuild", func() {
 			exec(`DELETE FROM attempts a USING series s WHERE a.project_id = $1 AND s.project_id = $1 AND s.id = a.series_id
 				AND s.model = 'gpt-4o' AND a.started_at >= '2026-10-08'`)
-			rebuild()
+			l.rebuild()
 		}, 2},
 	}
 	for _, st := range steps {
@@ -164,11 +138,11 @@ func TestCacheModelsKeptToday(t *testing.T) {
 		if n != st.changed {
 			t.Errorf("%s: %d shapes to read again, want %d", st.name, n, st.changed)
 		}
-		if same, fresh := answer(s), answer(l.service(now)); same != fresh {
+		if same, fresh := cacheJSON(t, s, f), cacheJSON(t, l.service(now), f); same != fresh {
 			t.Errorf("%s: the same Service's answer\n%s\na new one's\n%s", st.name, same, fresh)
 		}
 	}
-	if got := answer(s); !strings.Contains(got, `"model":"haiku"`) || strings.Contains(got, `"model":"gpt-4o"`) {
+	if got := cacheJSON(t, s, f); !strings.Contains(got, `"model":"haiku"`) || strings.Contains(got, `"model":"gpt-4o"`) {
 		t.Errorf("at the end: want haiku's row and none of gpt-4o, got %s", got)
 	}
 }
@@ -179,29 +153,15 @@ func TestCacheModelsKeptToday(t *testing.T) {
 // and a rebuild write them, and the same Service answers as a new one.
 func TestCacheAnswerKept(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	l := newLedger(t, time.UTC)
 	p := l.project("acme")
 	l.add(p, botCall(6, 10, 0).cache(1000, 0).done(), botCall(6, 10, 1).cache(0, 1000).done(),
 		botCall(8, 9, 0).cache(1000, 0).done(), botCall(8, 9, 1).cache(0, 1000).done())
 	now := oct(8, 12, 0)
 	f := analytics.Filter{ProjectID: p}
-	answer := func(s *analytics.Service) string {
-		t.Helper()
-		rows, err := s.Cache(ctx, f, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return js(rows)
-	}
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := func(sql string) { t.Helper(); l.exec(sql, p) }
 	s := l.service(now)
-	_ = answer(s)
+	_ = cacheJSON(t, s, f)
 	steps := []struct {
 		name   string
 		change func()
@@ -220,15 +180,11 @@ func TestCacheAnswerKept(t *testing.T) {
 		}, false},
 		{"the days summed", func() { summarizeCacheDaysAt(t, l.st.Pool, now) }, false},
 		{"a call on the 6th, a day summed", func() { l.add(p, botCall(6, 11, 0).cache(1000, 0).done()) }, false},
-		{"a rebuild", func() {
-			if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
+		{"a rebuild", l.rebuild, false},
 	}
 	for _, st := range steps {
 		st.change()
-		if same, fresh := answer(s), answer(l.service(now)); (same == fresh) == st.behind {
+		if same, fresh := cacheJSON(t, s, f), cacheJSON(t, l.service(now), f); (same == fresh) == st.behind {
 			t.Errorf("%s: the same Service's answer\n%s\na new one's\n%s", st.name, same, fresh)
 		}
 	}

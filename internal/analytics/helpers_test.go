@@ -93,6 +93,32 @@ func (l *ledger) add(project int64, recs ...schema.Attempt) {
 	}
 }
 
+// exec runs a statement on the ledger's database, as a test's change behind the writer's back.
+func (l *ledger) exec(sql string, args ...any) {
+	l.t.Helper()
+	if _, err := l.st.Pool.Exec(context.Background(), sql, args...); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// rebuild recounts the ledger's rollups from its raw attempts, in UTC days.
+func (l *ledger) rebuild() {
+	l.t.Helper()
+	if _, err := analytics.Rebuild(context.Background(), l.st.Pool, time.UTC); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// cacheJSON is s's cache report over f (the default minimum of calls) as JSON.
+func cacheJSON(t *testing.T, s *analytics.Service, f analytics.Filter) string {
+	t.Helper()
+	rows, err := s.Cache(context.Background(), f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js(rows)
+}
+
 // service returns an analytics Service on the ledger with a fixed clock.
 func (l *ledger) service(now time.Time) *analytics.Service {
 	return analytics.New(analytics.Options{Pool: l.st.Pool, Timezone: l.tz, Now: func() time.Time { return now }})

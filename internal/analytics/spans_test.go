@@ -75,12 +75,7 @@ func TestSummaryKeptSpans(t *testing.T) {
 		}
 		return out
 	}
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := func(sql string) { t.Helper(); l.exec(sql, p) }
 	bump := func(day string, n int) func() {
 		return func() {
 			exec(`UPDATE rollup_daily_tenant SET attempts = attempts + ` + fmt.Sprint(n) +
@@ -120,9 +115,7 @@ func TestSummaryKeptSpans(t *testing.T) {
 			figures{6, 3, "t1"}, figures{6, 3, "t1"}, false},
 		{"a call of the 6th gone from the raw attempts, then a rebuild", func() {
 			exec(`DELETE FROM attempts WHERE project_id = $1 AND started_at = '2026-10-06 09:00:00+00'`)
-			if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
-				t.Fatal(err)
-			}
+			l.rebuild()
 		}, figures{5, 2, "t1"}, figures{5, 2, "t1"}, false},
 	}
 	for _, st := range steps {

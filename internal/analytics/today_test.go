@@ -50,18 +50,7 @@ func TestSummaryKeptToday(t *testing.T) {
 		}
 		return out
 	}
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := l.st.Pool.Exec(ctx, sql, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rebuild := func() {
-		t.Helper()
-		if _, err := analytics.Rebuild(ctx, l.st.Pool, time.UTC); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := func(sql string) { t.Helper(); l.exec(sql, p) }
 	s := l.service(now)
 	_ = answers(s)
 
@@ -84,11 +73,11 @@ func TestSummaryKeptToday(t *testing.T) {
 		{"calls of two tenants today", func() {
 			l.add(p, call(8, 11, "t4", "sonnet").fail("rate_limited").done(), call(8, 11, "t6", "gpt-4o").done())
 		}, 2},
-		{"a rebuild", rebuild, 6},
+		{"a rebuild", l.rebuild, 6},
 		{"t5's calls of today gone from the raw attempts, then a rebuild", func() {
 			exec(`DELETE FROM attempts a USING series s WHERE a.project_id = $1 AND s.project_id = $1 AND s.id = a.series_id
 				AND s.tenant = 't5' AND a.started_at >= '2026-10-08'`)
-			rebuild()
+			l.rebuild()
 		}, 5},
 	}
 	for _, st := range steps {
