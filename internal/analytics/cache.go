@@ -103,7 +103,7 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 	}
 	key := cacheAnswerKey{project: f.ProjectID, names: [4]string{f.Service, f.Operation, f.Provider, f.Model},
 		minCalls: minCalls, from: from.UnixMicro(), to: to.UnixMicro()}
-	versions, err := s.cacheVersions(ctx, f.ProjectID, from, to)
+	days, versions, err := s.cacheVersions(ctx, f.ProjectID, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -119,7 +119,7 @@ func (s *Service) Cache(ctx context.Context, f Filter, minCalls int) ([]CacheRow
 		return err
 	})
 	eg.Go(func() (err error) {
-		models, err = s.cacheModels(ectx, f, from, to)
+		models, err = s.cacheModels(ectx, f, from, to, days)
 		return err
 	})
 	if err := eg.Wait(); err != nil {
@@ -184,36 +184,46 @@ type cacheAnswerKey struct {
 	from, to int64
 }
 
-// cacheVersionsSQL lists, for each of the @days local days from @day_from on, the xmins of its
-// rows of rollup_days, rollup_cache_days and cache_days_dirty (0 for a row not there).
-const cacheVersionsSQL = `SELECT coalesce(r.xmin::text::int8, 0), coalesce(c.xmin::text::int8, 0), coalesce(x.xmin::text::int8, 0)
-	FROM generate_series(0, @days - 1) i
-	LEFT JOIN rollup_days r ON r.project_id = @project AND r.bucket = @day_from::date + i
-	LEFT JOIN rollup_cache_days c ON c.project_id = @project AND c.bucket = @day_from::date + i
-	LEFT JOIN cache_days_dirty x ON x.project_id = @project AND x.bucket = @day_from::date + i
-	ORDER BY i`
+// cacheDayVersionsSQL lists the local days [@day_from, @day_to) with a row of rollup_cache_days
+// or cache_days_dirty, with the xmins of those rows (0 for a row not there).
+const cacheDayVersionsSQL = `SELECT bucket::timestamp, coalesce(c.v, 0), coalesce(x.v, 0)
+	FROM (SELECT bucket, xmin::text::int8 AS v FROM rollup_cache_days
+		WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to) c
+	FULL JOIN (SELECT bucket, xmin::text::int8 AS v FROM cache_days_dirty
+		WHERE project_id = @project AND bucket >= @day_from AND bucket < @day_to) x USING (bucket)`
 
-// cacheVersions reads the versions of the local days [from, to) touches (cacheVersionsSQL), in
-// order.
-func (s *Service) cacheVersions(ctx context.Context, project int64, from, to time.Time) ([]int64, error) {
+// cacheVersions reads, in one transaction, the versions of the local days [from, to) touches:
+// their rows of rollup_days (readDayVersions, which the models' kept days are kept by) and of
+// rollup_cache_days and cache_days_dirty (cacheDayVersionsSQL). It returns the first by day, and
+// all three of each day in day order.
+func (s *Service) cacheVersions(ctx context.Context, project int64, from, to time.Time) (map[date]int64, []int64, error) {
 	d0, d1 := dateOf(from, s.tz), dateOf(to.Add(-time.Nanosecond), s.tz).addDays(1)
-	days := 0
-	for d := d0; d.before(d1); d = d.addDays(1) {
-		days++
-	}
 	var (
-		out     []int64
-		r, c, x int64
+		days  map[date]int64
+		cache = map[date][2]int64{}
 	)
-	err := s.read(ctx, cacheVersionsSQL, pgx.NamedArgs{"project": project, "day_from": d0.civil(), "days": days},
-		[]any{&r, &c, &x}, func() error {
-			out = append(out, r, c, x)
-			return nil
-		})
+	err := s.readTx(ctx, pgx.ReadCommitted, func(q queryFunc) (err error) {
+		if days, err = readDayVersions(q, project, d0, d1); err != nil {
+			return err
+		}
+		var (
+			day  time.Time
+			c, x int64
+		)
+		return q(cacheDayVersionsSQL, pgx.NamedArgs{"project": project, "day_from": d0.civil(), "day_to": d1.civil()},
+			[]any{&day, &c, &x}, func() error {
+				cache[date{day.Year(), day.Month(), day.Day()}] = [2]int64{c, x}
+				return nil
+			})
+	})
 	if err != nil {
-		return nil, fmt.Errorf("versions: %w", err)
+		return nil, nil, fmt.Errorf("versions: %w", err)
 	}
-	return out, nil
+	var out []int64
+	for d := d0; d.before(d1); d = d.addDays(1) {
+		out = append(out, days[d], cache[d][0], cache[d][1])
+	}
+	return days, out, nil
 }
 
 // cacheScan is one row of the report before it is priced: a model's (cacheModels) or a hash's

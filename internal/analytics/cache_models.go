@@ -18,8 +18,9 @@ import (
 // some 100,000 rows of rollup_daily with 10,000 tenants, and adding them up took most of the
 // report's time (docs/performance.md). A day's rows change only by a statement that also writes
 // the day's row of rollup_days (internal/rollup/days.go: a fold, a reprice, a rebuild), so the Service
-// keeps each day's sums per series shape, read once, with the xmin of that row, and reads again
-// only the days whose row changed. Today's row changes with every fold while calls come in, so
+// keeps each day's sums per series shape, read once, with the xmin of that row (read before the
+// sums, so they are never older than it: Cache's cacheVersions), and reads again only the days
+// whose row changed. Today's row changes with every fold while calls come in, so
 // today's rows are kept as a summary's are (today.go), with the snapshot they were read in, and
 // only the rows written since are read again (modelToday).
 
@@ -179,8 +180,9 @@ type shapeDay struct {
 // cacheModels gives the report's model rows over [from, to): the sums of modelCols per model
 // (service, operation, provider, model, fallback flag) f selects, for the models that wrote or
 // read the cache at all. The whole local days come from the days kept as they were last written
-// (s.models), or are read and kept; the edge hours are read.
-func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time) ([]cacheScan, error) {
+// (s.models) by their versions in days (readDayVersions, read before), or are read and kept; the
+// edge hours are read.
+func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time, days map[date]int64) ([]cacheScan, error) {
 	src := s.split(from, to, false)
 	args := s.args(Filter{ProjectID: f.ProjectID}, src)
 	type shape struct {
@@ -204,10 +206,6 @@ func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time)
 	var names map[int64]cacheKey
 	err := s.readSnapshot(ctx, func(q queryFunc) error {
 		d0, d1 := dateOf(src.dayFrom, time.UTC), dateOf(src.dayTo, time.UTC)
-		versions, err := readDayVersions(q, f.ProjectID, d0, d1)
-		if err != nil {
-			return err
-		}
 		var read []date
 		today := dateOf(s.now(), s.tz)
 		for d := d0; d.before(d1); d = d.addDays(1) {
@@ -219,7 +217,7 @@ func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time)
 				add(rows)
 				continue
 			}
-			if xmin, ok := versions[d]; ok {
+			if xmin, ok := days[d]; ok {
 				if rows, kept := s.models.get(f.ProjectID, d, dayVersion{xmin: xmin}); kept {
 					add(rows)
 					continue
@@ -238,7 +236,7 @@ func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time)
 			}
 			// A day without a row in rollup_days is read every time.
 			for _, d := range read {
-				if xmin, ok := versions[d]; ok {
+				if xmin, ok := days[d]; ok {
 					s.models.put(f.ProjectID, d, dayVersion{xmin: xmin}, got[d])
 				}
 			}
@@ -247,6 +245,7 @@ func (s *Service) cacheModels(ctx context.Context, f Filter, from, to time.Time)
 		for k := range sums {
 			ids = append(ids, k.id)
 		}
+		var err error
 		names, err = s.names(q, f.ProjectID, ids)
 		return err
 	})
