@@ -22,10 +22,11 @@ import (
 // reprice or a rebuild writes is a new row version, by a transaction the snapshot of the last
 // read did not see. So the Service keeps each question's rows of today with the snapshot they
 // were read in, and reads again only the rows of transactions that snapshot did not see
-// (changedSinceSQL), which a fold of a few seconds' calls makes few. Of today's rows, only a
-// rebuild deletes any, and it makes the day's row of rollup_days anew: then the day is read
-// whole. The cache report's models keep today's rows of rollup_daily the same way
-// (cache_models.go).
+// (changedSinceSQL), which a fold of a few seconds' calls makes few; while the day's row of
+// rollup_days is the version that snapshot saw, none were written, and nothing is read. Of
+// today's rows, only a rebuild deletes any, and it makes the day's row of rollup_days anew: then
+// the day is read whole. The cache report's models keep today's rows of rollup_daily the same
+// way (cache_models.go).
 
 // dayRowsSQL reads the rows of the narrow daily rollup %[2]s (keeping the series columns %[3]s,
 // listed with ", r.") of the local day @day_from that the filter (%[4]s) selects, as a plan's
