@@ -66,30 +66,44 @@ var foldSQL = func() [2]string {
 			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "),
 			strings.Join(sums, ", "), from, group, strings.Join(set, ", "))
 	}
-	// a holds the pending rows summed per hour and day, b the same per day, bt b per tenant: the
-	// daily rollups are summed from b (the tenant's from bt), so a day's histogram is merged once,
-	// not once per rollup. rollup_hourly and rollup_daily sum the rows onto their series' shapes.
-	// rollup_hourly leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
+	// a holds the pending rows summed per hour and day, b the same per day. Each rollup is summed
+	// from the narrowest of these that holds its key, so that a histogram merged once is not merged
+	// again for the next rollup: ah and bd are a and b summed onto their series' shapes (the shape
+	// is a series row with the same columns but the tenant), which rollup_hourly and rollup_daily
+	// take as they are and the narrow rollups that keep no tenant sum further; btm is b per tenant
+	// and model, and bt btm per tenant. Summed from the series rows instead, each narrow rollup
+	// merged every series' histogram again, for 7-9% of a live fold's statement. rollup_hourly
+	// leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
+	tenantModel := Narrow{Keep: TenantModelKeep}
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
+	shapeAs := slices.Replace(slices.Clone(shapeSel), 2, 3, "s.shape_id AS series_id")
 	// rollup_minute5 (minute.go) takes the chunk's sums per 5 minutes from minutes_from on (mn).
 	steps := []string{
-		upsert("rollup_hourly", Key, shapeSel, "a a "+seriesOfA+" WHERE a.bucket >= "+PrunedBeforeSQL),
-		upsert("rollup_daily", Key, shapeSel, "b a "+seriesOfA),
+		upsert("rollup_hourly", Key, prefixed("a.", Key), "ah a WHERE a.bucket >= "+PrunedBeforeSQL),
+		upsert("rollup_daily", Key, prefixed("a.", Key), "bd a"),
 		upsert("rollup_minute5", Key, shapeSel, "mn a "+seriesOfA),
 	}
 	narrowSel := func(d Narrow) []string {
 		return append(append([]string{"a.project_id", "a.bucket"}, prefixed("s.", d.Keep)...), "a.fallback", "a.status", "a.error_class")
 	}
 	for _, d := range HourlyBy {
-		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "a a "+seriesOfA))
+		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "ah a "+seriesOfA))
 	}
 	for _, d := range DailyBy {
-		if slices.Equal(d.Keep, SpendKeep) {
+		switch {
+		case slices.Equal(d.Keep, SpendKeep):
 			// Summed per tenant once (bt), for the spend and the blocks too.
 			steps = append(steps, upsert(d.Table, d.Key(), prefixed("a.", d.Key()), "bt a"))
-			continue
+		case slices.Equal(d.Keep, tenantModel.Keep):
+			steps = append(steps, upsert(d.Table, d.Key(), prefixed("a.", d.Key()), "btm a"))
+		default:
+			// The shapes have no tenant: a rollup that keeps it sums the series rows.
+			from := "bd a "
+			if d.Tenant() {
+				from = "b a "
+			}
+			steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), from+seriesOfA))
 		}
-		steps = append(steps, upsert(d.Table, d.Key(), narrowSel(d), "b a "+seriesOfA))
 	}
 	steps = append(steps, spendFoldSQL,
 		upsert("rollup_tenant_blocks", BlocksKey, prefixed("a.", BlocksKey), "("+blockRows("bt r", "r.tenant")+") a"))
@@ -110,13 +124,17 @@ var foldSQL = func() [2]string {
 		UNION ALL SELECT %[1]s, %[5]s, latency_hist FROM `+ph.from+` AND (`+recent+`) IS NOT TRUE) p GROUP BY %[1]s),
 	b AS (SELECT project_id, day AS bucket, series_id, fallback, status, error_class, %[2]s,
 		hist_sum(latency_hist) AS latency_hist FROM a GROUP BY 1, 2, 3, 4, 5, 6),
-	bt AS (SELECT b.project_id, b.bucket, s.tenant, b.fallback, b.status, b.error_class, %[2]s,
-		hist_sum(latency_hist) AS latency_hist FROM b `+JoinSeries("b")+` GROUP BY 1, 2, 3, 4, 5, 6),
+	ah AS (SELECT %[6]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM a a `+seriesOfA+` GROUP BY 1, 2, 3, 4, 5, 6),
+	bd AS (SELECT %[6]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM b a `+seriesOfA+` GROUP BY 1, 2, 3, 4, 5, 6),
+	btm AS (SELECT %[7]s, %[2]s, hist_sum(latency_hist) AS latency_hist FROM b a `+seriesOfA+` GROUP BY %[8]s),
+	bt AS (SELECT project_id, bucket, tenant, fallback, status, error_class, %[2]s,
+		hist_sum(latency_hist) AS latency_hist FROM btm GROUP BY 1, 2, 3, 4, 5, 6),
 	mn AS (SELECT project_id, bucket + minute * interval '1 minute' AS bucket, series_id, fallback, status, error_class,
 		%[5]s, latency_hist FROM a5),
 	%[3]s
 	SELECT %[4]s, `+ph.taken, strings.Join(PendingKey, ", "), strings.Join(SummedAs(Cols(Sums)), ", "), strings.Join(ctes, ",\n\t"),
-		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "))
+		strings.Join(counts, " + "), strings.Join(Cols(Sums), ", "),
+		strings.Join(shapeAs, ", "), strings.Join(narrowSel(tenantModel), ", "), Ordinals(len(tenantModel.Key())))
 
 	// The cache groups go to their series' shapes.
 	pc := chunkOf("pending_cache")
