@@ -18,7 +18,7 @@ import (
 // since. With 10,000 tenants a month by tenant read today's 48,000 tenant rows with their
 // histograms on every read, most of its time (docs/performance.md), while the whole days before
 // today were kept (spans.go). While calls come in, a fold rewrites some of today's rows every
-// 250 ms, so today cannot be kept by its version as those days are; but every row a fold, a
+// 500 ms, so today cannot be kept by its version as those days are; but every row a fold, a
 // reprice or a rebuild writes is a new row version, by a transaction the snapshot of the last
 // read did not see. So the Service keeps each question's rows of today with the snapshot they
 // were read in, and reads again only the rows of transactions that snapshot did not see
