@@ -72,9 +72,9 @@ var foldSQL = func() [2]string {
 	// is a series row with the same columns but the tenant), which rollup_hourly and rollup_daily
 	// take as they are and the narrow rollups that keep no tenant sum further; btm is b per tenant
 	// and model, and bt btm per tenant. Summed from the series rows instead, each narrow rollup
-	// merged every series' histogram again, for 7-9% of a live fold's statement. rollup_hourly
+	// merged every series' histogram again, for 6-9% of a live fold's statement. rollup_hourly
 	// leaves out the hours Prune removed; the narrow hourly rollups keep every hour.
-	tenantModel := Narrow{Keep: TenantModelKeep}
+	tenantModel := Narrow{Keep: tenantModelKeep}
 	shapeSel := []string{"a.project_id", "a.bucket", "s.shape_id", "a.fallback", "a.status", "a.error_class"}
 	shapeAs := slices.Replace(slices.Clone(shapeSel), 2, 3, "s.shape_id AS series_id")
 	// rollup_minute5 (minute.go) takes the chunk's sums per 5 minutes from minutes_from on (mn).

@@ -99,12 +99,12 @@ var DailyBy = []Narrow{
 	{"rollup_daily_model", []string{"provider", "model", "fallback_from"}},
 	{"rollup_daily_service", []string{"service", "operation"}},
 	{"rollup_daily_tenant", []string{"tenant"}},
-	{"rollup_daily_tenant_model", TenantModelKeep},
+	{"rollup_daily_tenant_model", tenantModelKeep},
 }
 
-// TenantModelKeep are the series columns rollup_daily_tenant_model keeps: a tenant's spend per
+// tenantModelKeep are the series columns rollup_daily_tenant_model keeps: a tenant's spend per
 // model. The fold sums the tenant rollups from it (foldSQL).
-var TenantModelKeep = []string{"tenant", "provider", "model", "fallback_from"}
+var tenantModelKeep = []string{"tenant", "provider", "model", "fallback_from"}
 
 // HourlyBy are the narrow hourly rollups (keyed as a Narrow, bucket the UTC hour), kept by the
 // same statements as rollup_hourly and for good: they keep the hours rollup_hourly prunes.
