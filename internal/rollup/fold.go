@@ -56,15 +56,20 @@ var foldSQL = func() [2]string {
 	}
 	set := addedSet(Cols(Sums))
 	// upsert adds the sums of from (aliased a) to table, grouped by the select list keySel (the
-	// table's key columns key, in order).
+	// table's key columns key, in order); with keySel nil, from is summed per key already, and its
+	// rows are added as they are.
 	upsert := func(table string, key, keySel []string, from string) string {
-		group := Ordinals(len(key))
+		order := Ordinals(len(key))
+		sel := fmt.Sprintf("%s, %s, hist_sum(a.latency_hist)", strings.Join(keySel, ", "), strings.Join(sums, ", "))
+		group := " GROUP BY " + order
+		if keySel == nil {
+			sel, group = strings.Join(slices.Concat(prefixed("a.", key), prefixed("a.", Cols(Sums)), []string{"a.latency_hist"}), ", "), ""
+		}
 		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
-		SELECT %[4]s, %[5]s, hist_sum(a.latency_hist) FROM %[6]s GROUP BY %[7]s ORDER BY %[7]s
+		SELECT %[4]s FROM %[5]s%[6]s ORDER BY %[7]s
 		ON CONFLICT (%[2]s) DO UPDATE SET %[8]s, latency_hist = hist_merge(r.latency_hist, excluded.latency_hist)
 		RETURNING 1`,
-			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), strings.Join(keySel, ", "),
-			strings.Join(sums, ", "), from, group, strings.Join(set, ", "))
+			table, strings.Join(key, ", "), strings.Join(Cols(Sums), ", "), sel, from, group, order, strings.Join(set, ", "))
 	}
 	// a holds the pending rows summed per hour and day, b the same per day. Each rollup is summed
 	// from the narrowest of these that holds its key, so that a histogram merged once is not merged
@@ -79,8 +84,8 @@ var foldSQL = func() [2]string {
 	shapeAs := slices.Replace(slices.Clone(shapeSel), 2, 3, "s.shape_id AS series_id")
 	// rollup_minute5 (minute.go) takes the chunk's sums per 5 minutes from minutes_from on (mn).
 	steps := []string{
-		upsert("rollup_hourly", Key, prefixed("a.", Key), "ah a WHERE a.bucket >= "+PrunedBeforeSQL),
-		upsert("rollup_daily", Key, prefixed("a.", Key), "bd a"),
+		upsert("rollup_hourly", Key, nil, "ah a WHERE a.bucket >= "+PrunedBeforeSQL),
+		upsert("rollup_daily", Key, nil, "bd a"),
 		upsert("rollup_minute5", Key, shapeSel, "mn a "+seriesOfA),
 	}
 	narrowSel := func(d Narrow) []string {
@@ -93,9 +98,9 @@ var foldSQL = func() [2]string {
 		switch {
 		case slices.Equal(d.Keep, SpendKeep):
 			// Summed per tenant once (bt), for the spend and the blocks too.
-			steps = append(steps, upsert(d.Table, d.Key(), prefixed("a.", d.Key()), "bt a"))
+			steps = append(steps, upsert(d.Table, d.Key(), nil, "bt a"))
 		case slices.Equal(d.Keep, tenantModel.Keep):
-			steps = append(steps, upsert(d.Table, d.Key(), prefixed("a.", d.Key()), "btm a"))
+			steps = append(steps, upsert(d.Table, d.Key(), nil, "btm a"))
 		default:
 			// The shapes have no tenant: a rollup that keeps it sums the series rows.
 			from := "bd a "
