@@ -54,7 +54,9 @@ func benchRecords(b *testing.B) int {
 // started in the last 15 minutes, in no order (late reports: every commit holds calls of every 5
 // minutes of the 15); "stream" holds the same records in the order they started, as services that
 // report as they go send them (a commit spans seconds); "week" spreads them over 7 days (a
-// backfill), which touches far more rollup rows.
+// backfill), which touches far more rollup rows, in no order (a commit holds calls of every hour
+// of the week); "replay" is the week in the order the calls started, as a backfill replayed from
+// logs or another store sends it (a commit spans hours, not the whole week).
 //
 // A third COPY, in commits of as many rows as the HTTP run's commits held on average, two at a
 // time like the writer's flushers, shows how much of the gap committing in groups alone costs
@@ -66,7 +68,8 @@ func BenchmarkIngestVsCopy(b *testing.B) {
 		name    string
 		span    time.Duration
 		ordered bool
-	}{{"live", 15 * time.Minute, false}, {"stream", 15 * time.Minute, true}, {"week", 7 * 24 * time.Hour, false}} {
+	}{{"live", 15 * time.Minute, false}, {"stream", 15 * time.Minute, true}, {"week", 7 * 24 * time.Hour, false},
+		{"replay", 7 * 24 * time.Hour, true}} {
 		b.Run(shape.name, func(b *testing.B) { ingestVsCopy(b, shape.span, shape.ordered) })
 	}
 }
