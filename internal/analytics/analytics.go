@@ -233,6 +233,11 @@ func dateOf(t time.Time, tz *time.Location) date {
 	return date{y, m, d}
 }
 
+// localDays are the local days [first, end) that the instants [from, to) fall in.
+func (s *Service) localDays(from, to time.Time) (first, end date) {
+	return dateOf(from, s.tz), dateOf(to.Add(-time.Nanosecond), s.tz).addDays(1)
+}
+
 func (d date) addDays(n int) date {
 	t := time.Date(d.y, d.m, d.d+n, 12, 0, 0, 0, time.UTC)
 	return date{t.Year(), t.Month(), t.Day()}

@@ -195,13 +195,11 @@ const cacheDayVersionsSQL = `SELECT bucket::timestamp, coalesce(c.v, 0), coalesc
 // cacheVersions reads, in one transaction, the versions of the local days [from, to) touches:
 // their rows of rollup_days (readDayVersions, which the models' kept days are kept by) and of
 // rollup_cache_days and cache_days_dirty (cacheDayVersionsSQL). It returns the first by day, and
-// all three of each day in day order.
+// all three as one list (versionsOf of each table's, in turn).
 func (s *Service) cacheVersions(ctx context.Context, project int64, from, to time.Time) (map[date]int64, []int64, error) {
-	d0, d1 := dateOf(from, s.tz), dateOf(to.Add(-time.Nanosecond), s.tz).addDays(1)
-	var (
-		days  map[date]int64
-		cache = map[date][2]int64{}
-	)
+	d0, d1 := s.localDays(from, to)
+	var days map[date]int64
+	summed, dirty := map[date]int64{}, map[date]int64{}
 	err := s.readTx(ctx, pgx.ReadCommitted, func(q queryFunc) (err error) {
 		if days, err = readDayVersions(q, project, d0, d1); err != nil {
 			return err
@@ -212,18 +210,15 @@ func (s *Service) cacheVersions(ctx context.Context, project int64, from, to tim
 		)
 		return q(cacheDayVersionsSQL, pgx.NamedArgs{"project": project, "day_from": d0.civil(), "day_to": d1.civil()},
 			[]any{&day, &c, &x}, func() error {
-				cache[date{day.Year(), day.Month(), day.Day()}] = [2]int64{c, x}
+				d := date{day.Year(), day.Month(), day.Day()}
+				summed[d], dirty[d] = c, x
 				return nil
 			})
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("versions: %w", err)
 	}
-	var out []int64
-	for d := d0; d.before(d1); d = d.addDays(1) {
-		out = append(out, days[d], cache[d][0], cache[d][1])
-	}
-	return days, out, nil
+	return days, slices.Concat(versionsOf(days, d0, d1), versionsOf(summed, d0, d1), versionsOf(dirty, d0, d1)), nil
 }
 
 // cacheScan is one row of the report before it is priced: a model's (cacheModels) or a hash's

@@ -172,7 +172,7 @@ func (s *Service) Peaks(ctx context.Context, f PeakFilter, dims ...string) (Peak
 	if err != nil {
 		return Peaks{}, err
 	}
-	first, last := dateOf(from, s.tz), dateOf(to.Add(-time.Nanosecond), s.tz).addDays(1)
+	first, last := s.localDays(from, to)
 	var keep int16
 	for i, p := range peakDims {
 		if slices.Contains(dims, p.name) || f.values()[i] != "" {
