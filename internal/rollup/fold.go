@@ -60,10 +60,12 @@ var foldSQL = func() [2]string {
 	// rows are added as they are.
 	upsert := func(table string, key, keySel []string, from string) string {
 		order := Ordinals(len(key))
-		sel := fmt.Sprintf("%s, %s, hist_sum(a.latency_hist)", strings.Join(keySel, ", "), strings.Join(sums, ", "))
-		group := " GROUP BY " + order
+		var sel, group string
 		if keySel == nil {
-			sel, group = strings.Join(slices.Concat(prefixed("a.", key), prefixed("a.", Cols(Sums)), []string{"a.latency_hist"}), ", "), ""
+			sel = strings.Join(slices.Concat(prefixed("a.", key), prefixed("a.", Cols(Sums)), []string{"a.latency_hist"}), ", ")
+		} else {
+			sel = fmt.Sprintf("%s, %s, hist_sum(a.latency_hist)", strings.Join(keySel, ", "), strings.Join(sums, ", "))
+			group = " GROUP BY " + order
 		}
 		return fmt.Sprintf(`INSERT INTO %[1]s AS r (%[2]s, %[3]s, latency_hist)
 		SELECT %[4]s FROM %[5]s%[6]s ORDER BY %[7]s
