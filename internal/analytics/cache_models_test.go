@@ -166,7 +166,6 @@ func TestCacheAnswerKept(t *testing.T) {
 		botCall(8, 9, 0).cache(1000, 0).done(), botCall(8, 9, 1).cache(0, 1000).done())
 	now := oct(8, 12, 0)
 	f := analytics.Filter{ProjectID: p}
-	exec := func(sql string) { t.Helper(); l.exec(sql, p) }
 	s := l.service(now)
 	_ = cacheJSON(t, s, f)
 	steps := []struct {
@@ -177,9 +176,15 @@ func TestCacheAnswerKept(t *testing.T) {
 	}{
 		{"nothing", func() {}, false},
 		{"the cache hours of today changed behind its back", func() {
-			exec(`UPDATE rollup_cache_hourly SET calls = calls + 20 WHERE project_id = $1 AND bucket = '2026-10-08 09:00+00'
-				AND prompt_hash = 'sys-v1'`)
+			l.exec(`UPDATE rollup_cache_hourly SET calls = calls + 20 WHERE project_id = $1 AND bucket = '2026-10-08 09:00+00'
+				AND prompt_hash = 'sys-v1'`, p)
 		}, true},
+		// A fold may add cache rows in a transaction that writes no row of rollup_days (its
+		// chunks of each pending table are apart); it notes their day in cache_days_dirty.
+		{"and their day noted, as a fold of cache rows alone notes it", func() {
+			l.exec(`INSERT INTO cache_days_dirty AS x (project_id, bucket, hour) VALUES ($1, '2026-10-08', '2026-10-08 09:00+00')
+				ON CONFLICT (project_id, bucket) DO UPDATE SET hour = least(x.hour, excluded.hour)`, p)
+		}, false},
 		{"a call today", func() { l.add(p, botCall(8, 11, 0).cache(0, 1000).done()) }, false},
 		// Counted on the model's row (from the main rollups), not in the cache rollup.
 		{"a call today that used no cache", func() {
